@@ -1,0 +1,145 @@
+"""interlock: human approval for AI-agent tool calls — pause, review, resume, exactly once."""
+
+from .agent import Agent, Command, ThreadState
+from .audit import AuditProblem
+from .decisions import Approve, Decision, Edit, EditedAction, Reject, Respond, Reviewer
+from .errors import (
+    ConcurrencyError,
+    ConfigurationError,
+    InterlockError,
+    InterruptConflict,
+    InvalidDecision,
+    MissingDependency,
+    ModelError,
+    NoPendingInterrupt,
+    NotAuthorized,
+    ResumeError,
+    RunLimitExceeded,
+    StaleInterrupt,
+    StorageError,
+    ThreadBusy,
+    ThreadInterrupted,
+    ThreadNotFound,
+)
+from .events import (
+    Event,
+    InterruptRaised,
+    ModelTextDelta,
+    RunCompleted,
+    ToolCallProposed,
+    ToolFinished,
+    ToolStarted,
+)
+from .hitl import ActionRequest, HITLRequest, HumanInTheLoop, InterruptOn, ReviewConfig
+from .interrupts import Interrupt, interrupt
+from .messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from .middleware import Middleware, ModelTurn, ToolCallRequest
+from .models.base import Model
+from .models.scripted import ScriptedModel
+from .result import RunResult
+from .storage.base import (
+    AuditRecord,
+    CallState,
+    Checkpointer,
+    JournalEntry,
+    RememberedApproval,
+    ThreadRecord,
+)
+from .storage.memory import MemoryCheckpointer
+from .storage.sqlite import SqliteCheckpointer
+from .tools import Tool, ToolContext, tool
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # optional backends and adapters load lazily, so `import interlock` stays fast and a
+    # missing extra is reported only when the feature is used
+    if name == "PostgresCheckpointer":
+        from .storage.postgres import PostgresCheckpointer
+
+        return PostgresCheckpointer
+    if name == "OpenAIChat":
+        from .models.openai import OpenAIChat
+
+        return OpenAIChat
+    if name == "AnthropicChat":
+        from .models.anthropic import AnthropicChat
+
+        return AnthropicChat
+    raise AttributeError(f"module 'interlock' has no attribute {name!r}")
+
+
+__all__ = [
+    "ActionRequest",
+    "Agent",
+    "Approve",
+    "AssistantMessage",
+    "AuditProblem",
+    "AuditRecord",
+    "CallState",
+    "Checkpointer",
+    "Command",
+    "ConcurrencyError",
+    "ConfigurationError",
+    "Decision",
+    "Edit",
+    "EditedAction",
+    "Event",
+    "HITLRequest",
+    "HumanInTheLoop",
+    "InterlockError",
+    "Interrupt",
+    "InterruptConflict",
+    "InterruptOn",
+    "InterruptRaised",
+    "InvalidDecision",
+    "JournalEntry",
+    "MemoryCheckpointer",
+    "Message",
+    "Middleware",
+    "MissingDependency",
+    "Model",
+    "ModelError",
+    "ModelTextDelta",
+    "ModelTurn",
+    "NoPendingInterrupt",
+    "NotAuthorized",
+    "Reject",
+    "RememberedApproval",
+    "Respond",
+    "ResumeError",
+    "ReviewConfig",
+    "Reviewer",
+    "RunCompleted",
+    "RunLimitExceeded",
+    "RunResult",
+    "ScriptedModel",
+    "SqliteCheckpointer",
+    "StaleInterrupt",
+    "StorageError",
+    "SystemMessage",
+    "ThreadBusy",
+    "ThreadInterrupted",
+    "ThreadNotFound",
+    "ThreadRecord",
+    "ThreadState",
+    "Tool",
+    "ToolCall",
+    "ToolCallProposed",
+    "ToolCallRequest",
+    "ToolContext",
+    "ToolFinished",
+    "ToolMessage",
+    "ToolStarted",
+    "UserMessage",
+    "interrupt",
+    "tool",
+]

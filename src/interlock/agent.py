@@ -1,0 +1,420 @@
+"""``Agent``: model + tools + middleware + checkpointer. Async core, thin sync wrappers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ._engine import ResumeSpec, Run, build_tool_handler, public_interrupt
+from ._sync import iterate_blocking, run_blocking
+from .audit import AuditProblem, verify_chain
+from .decisions import Reviewer
+from .errors import ConfigurationError, InterlockError, ThreadNotFound
+from .events import Event, RunCompleted
+from .interrupts import Interrupt
+from .leases import ACTIVE, process_owner
+from .messages import MESSAGE_ADAPTER, Message, UserMessage
+from .models.base import Model, resolve_model
+from .result import RunResult
+from .storage.base import (
+    AuditRecord,
+    Checkpointer,
+    JournalEntry,
+    RememberedApproval,
+    ThreadRecord,
+)
+from .storage.memory import MemoryCheckpointer
+from .tools import Tool, tool
+
+log = logging.getLogger("interlock")
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Command:
+    """LangChain-style input: ``agent.invoke(Command(resume={"decisions": [...]}), thread_id=...)``.
+
+    ``resume`` may be ``{"decisions": [...]}``, a list of decisions, a mapping
+    ``{interrupt_id: answer}``, or a plain answer for a pending ``interrupt()``.
+    """
+
+    resume: Any
+
+
+@dataclass(frozen=True)
+class ThreadState:
+    """A thread as stored: status, messages, pending interrupts, the open turn's journal."""
+
+    thread_id: str
+    status: str
+    version: int
+    messages: list[Message]
+    interrupts: list[Interrupt]
+    remembered: list[RememberedApproval]
+    journal: list[JournalEntry]
+    created_at: datetime
+    updated_at: datetime
+    error: str | None = None
+    preview: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _coerce_input(value: Any) -> list[Message]:
+    if isinstance(value, str):
+        return [UserMessage(content=value)]
+    if isinstance(value, Mapping):
+        if "messages" in value:
+            return _coerce_input(list(value["messages"]))
+        return [MESSAGE_ADAPTER.validate_python(dict(value))]
+    if isinstance(value, Sequence):
+        out: list[Message] = []
+        for item in value:
+            out.extend(_coerce_input(item))
+        return out
+    try:
+        return [MESSAGE_ADAPTER.validate_python(value)]
+    except Exception:
+        raise ConfigurationError(
+            f"Cannot use {type(value).__name__} as agent input; pass a string, a message, a "
+            f"list of messages or Command(resume=...)."
+        ) from None
+
+
+def _reviewer(reviewer: Reviewer | str | None) -> tuple[Reviewer | None, str]:
+    if reviewer is None:
+        return None, "local"
+    if isinstance(reviewer, str):
+        return Reviewer(reviewer), reviewer
+    return reviewer, reviewer.id
+
+
+class Agent:
+    """An LLM with tools whose dangerous calls wait for a person.
+
+    All configuration is keyword-only. ``checkpointer`` defaults to an in-memory store (not
+    durable; logged). Every public method has an async form (``ainvoke``) and a sync form
+    (``invoke``) that runs the same code; the sync form refuses to run inside an event loop.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model | str,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        middleware: Sequence[object] = (),
+        checkpointer: Checkpointer | None = None,
+        system_prompt: str | None = None,
+        max_turns: int = 25,
+        lease: timedelta = timedelta(minutes=5),
+        clock: Callable[[], datetime] | None = None,
+        name: str = "agent",
+    ) -> None:
+        self.model = resolve_model(model)
+        self.tools: list[Tool] = [t if isinstance(t, Tool) else tool(t) for t in tools]
+        self.tools_by_name: dict[str, Tool] = {}
+        for t in self.tools:
+            if t.name in self.tools_by_name:
+                raise ConfigurationError(
+                    f"Two tools are named {t.name!r}; tool names must be unique. Rename one "
+                    f"with @tool(name=...)."
+                )
+            self.tools_by_name[t.name] = t
+        self.middleware: list[object] = list(middleware)
+        if len({id(m) for m in self.middleware}) != len(self.middleware):
+            raise ConfigurationError("The same middleware instance is listed twice.")
+        for mw in self.middleware:
+            if not (hasattr(mw, "after_model") or hasattr(mw, "wrap_tool_call")):
+                raise ConfigurationError(
+                    f"{mw!r} is not middleware: it needs after_model(turn) and/or "
+                    f"wrap_tool_call(request, call_next)."
+                )
+            validate = getattr(mw, "validate_tools", None)
+            if validate is not None:
+                validate(list(self.tools_by_name))
+        if checkpointer is None:
+            checkpointer = MemoryCheckpointer()
+            log.info("Agent %r: no checkpointer given, using MemoryCheckpointer (not durable)",
+                     name)
+        self.checkpointer: Checkpointer = checkpointer
+        if max_turns < 1:
+            raise ConfigurationError("max_turns must be at least 1.")
+        self.system_prompt = system_prompt
+        self.max_turns = max_turns
+        self.lease = lease
+        self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
+        self.name = name
+        self.owner = process_owner()
+        self.tool_handler = build_tool_handler(self.middleware)
+
+    def __repr__(self) -> str:
+        return (
+            f"Agent(name={self.name!r}, model={self.model!r}, "
+            f"tools={[t.name for t in self.tools]}, checkpointer={self.checkpointer!r})"
+        )
+
+    def allows_approve(self, tool_name: str) -> bool:
+        """Whether every review policy lets ``tool_name`` be approved (for cross-tool edits)."""
+        return all(
+            m.allows_approve(tool_name)
+            for m in self.middleware
+            if hasattr(m, "allows_approve")
+        )
+
+    # ------------------------------------------------------------------ running
+
+    @contextmanager
+    def _active(self, thread_id: str) -> Iterator[None]:
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ConfigurationError("thread_id must be a non-empty string.")
+        ACTIVE.add(thread_id)
+        try:
+            yield
+        finally:
+            ACTIVE.discard(thread_id)
+
+    async def _dispatch(self, run: Run, input: Any, thread_id: str) -> RunResult:
+        with self._active(thread_id):
+            if isinstance(input, Command):
+                return await run.resume(ResumeSpec(command=input.resume, has_command=True))
+            return await run.start(_coerce_input(input))
+
+    async def ainvoke(self, input: Any, *, thread_id: str) -> RunResult:
+        """Send a user message (or a ``Command``) and run until the answer or a pause."""
+        return await self._dispatch(Run(self, thread_id), input, thread_id)
+
+    async def aresume(
+        self,
+        thread_id: str,
+        decisions: Any = None,
+        *,
+        value: Any = _UNSET,
+        interrupt_id: str | None = None,
+        reviewer: Reviewer | str | None = None,
+    ) -> RunResult:
+        """Answer the pending request and continue the run.
+
+        ``decisions``: a list (one per pending call, in order) or a mapping
+        ``{tool_call_id: decision}`` (any subset; the rest stay pending). A decision is a dict
+        (``{"type": "approve"}``, LangChain shapes) or ``Approve()``, ``Edit(...)``, ...
+        ``value``: the answer to a pending ``interrupt(...)``.
+        """
+        rv, actor = _reviewer(reviewer)
+        spec = ResumeSpec(decisions=decisions, value=None if value is _UNSET else value,
+                          has_value=value is not _UNSET, interrupt_id=interrupt_id,
+                          reviewer=rv, actor=actor)
+        if decisions is None and value is _UNSET:
+            raise ConfigurationError(
+                f"resume({thread_id!r}) needs decisions=[...] for a review request or value=... "
+                f"for an interrupt() question."
+            )
+        with self._active(thread_id):
+            return await Run(self, thread_id).resume(spec)
+
+    async def astream(self, input: Any, *, thread_id: str) -> AsyncIterator[Event]:
+        """Like :meth:`ainvoke` (a ``Command`` resumes), yielding events as they happen.
+        The last event is always :class:`RunCompleted` with the result."""
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+
+        async def sink(event: Event) -> None:
+            await queue.put(event)
+
+        async def work() -> RunResult:
+            try:
+                return await self._dispatch(Run(self, thread_id, sink), input, thread_id)
+            finally:
+                await queue.put(None)
+
+        task = asyncio.create_task(work())
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    break
+                yield event
+            result = await task
+            yield RunCompleted(thread_id, result)
+        finally:
+            if not task.done():
+                task.cancel()
+
+    async def arecover(self, thread_id: str) -> RunResult:
+        """Continue a thread that stopped mid-run (crash, failed model call). Calls that had
+        finished are never repeated; see the journal semantics in the docs."""
+        with self._active(thread_id):
+            return await Run(self, thread_id).recover()
+
+    async def acancel(
+        self, thread_id: str, *, reason: str | None = None,
+        reviewer: Reviewer | str | None = None,
+    ) -> RunResult:
+        """Close every pending call with a "cancelled by reviewer" result; the thread goes idle."""
+        _, actor = _reviewer(reviewer)
+        with self._active(thread_id):
+            return await Run(self, thread_id).cancel(reason, actor)
+
+    async def aexpire_due(self) -> list[RunResult]:
+        """Apply ``expires_after`` deadlines on every interrupted thread and continue the runs
+        whose requests are now fully resolved."""
+        results: list[RunResult] = []
+        before: datetime | None = None
+        while True:
+            batch = await self.checkpointer.list_threads(status="interrupted", limit=200,
+                                                         before=before)
+            if not batch:
+                break
+            for rec in batch:
+                with self._active(rec.thread_id):
+                    run = Run(self, rec.thread_id)
+                    try:
+                        await run.load()
+                        if await run.expire_due():
+                            if run.t.pending:
+                                results.append(run.result_now())
+                            else:
+                                await run.commit(status="running")
+                                results.append(await run.loop())
+                    except InterlockError as exc:
+                        log.warning("expiry of thread %r skipped: %s", rec.thread_id, exc)
+            before = batch[-1].updated_at
+            if len(batch) < 200:
+                break
+        return results
+
+    # ------------------------------------------------------------------ reading
+
+    async def aget_thread(self, thread_id: str) -> ThreadState:
+        snap = await self.checkpointer.load(thread_id)
+        if snap is None:
+            raise ThreadNotFound(thread_id)
+        t = snap.thread
+        return ThreadState(
+            thread_id=t.thread_id, status=t.status, version=t.version, messages=snap.messages,
+            interrupts=[public_interrupt(i) for i in t.pending], remembered=list(t.remembered),
+            journal=sorted(snap.journal.values(), key=lambda e: e.position),
+            created_at=t.created_at, updated_at=t.updated_at, error=t.error, preview=t.preview,
+            metadata=t.metadata,
+        )
+
+    async def alist_threads(
+        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
+    ) -> list[ThreadRecord]:
+        return await self.checkpointer.list_threads(status=status, limit=limit, before=before)
+
+    async def ajournal(self, thread_id: str) -> list[JournalEntry]:
+        return await self.checkpointer.journal(thread_id)
+
+    async def aremembered(self, thread_id: str) -> list[RememberedApproval]:
+        """Standing approvals ("approve and remember") of a thread."""
+        return (await self.aget_thread(thread_id)).remembered
+
+    async def arevoke(
+        self, thread_id: str, tool_name: str, *, reviewer: Reviewer | str | None = None
+    ) -> bool:
+        """Withdraw the remembered approval for ``tool_name``; returns False if there was none."""
+        _, actor = _reviewer(reviewer)
+        with self._active(thread_id):
+            run = Run(self, thread_id)
+            await run.load()
+            rules = [r for r in run.t.remembered if r.tool_name != tool_name]
+            if len(rules) == len(run.t.remembered):
+                return False
+            await run.commit(remembered=rules, hold_lease=run.t.status == "running",
+                             audit=[("rule_revoked", actor, None,
+                                     {"tool_name": tool_name, "scope": "thread"})])
+            return True
+
+    async def aaudit(
+        self, thread_id: str | None = None, *, after_id: int = 0, limit: int = 1000
+    ) -> list[AuditRecord]:
+        return await self.checkpointer.audit(thread_id=thread_id, after_id=after_id, limit=limit)
+
+    async def averify_audit(self, thread_id: str | None = None) -> list[AuditProblem]:
+        """Check the hash chains of the audit log; returns the problems found (empty = intact)."""
+        records: dict[str, list[AuditRecord]] = {}
+        after = 0
+        while True:
+            batch = await self.checkpointer.audit(thread_id=thread_id, after_id=after,
+                                                  limit=5000)
+            for r in batch:
+                records.setdefault(r.thread_id, []).append(r)
+            if len(batch) < 5000:
+                break
+            after = batch[-1].id or after
+        threads = [thread_id] if thread_id else None
+        if threads is None:
+            threads = sorted(set(records))
+            before: datetime | None = None
+            while True:
+                rows = await self.checkpointer.list_threads(limit=1000, before=before)
+                threads = sorted(set(threads) | {r.thread_id for r in rows if r.audit_seq})
+                if len(rows) < 1000:
+                    break
+                before = rows[-1].updated_at
+        problems: list[AuditProblem] = []
+        for tid in threads:
+            snap = await self.checkpointer.load(tid)
+            head = (snap.thread.audit_seq, snap.thread.audit_hash) if snap else None
+            problems.extend(verify_chain(tid, records.get(tid, []), head))
+        return problems
+
+    # ------------------------------------------------------------------ sync wrappers
+
+    def invoke(self, input: Any, *, thread_id: str) -> RunResult:
+        """Sync form of :meth:`ainvoke`."""
+        return run_blocking(self.ainvoke(input, thread_id=thread_id), "invoke")
+
+    def resume(
+        self, thread_id: str, decisions: Any = None, *, value: Any = _UNSET,
+        interrupt_id: str | None = None, reviewer: Reviewer | str | None = None,
+    ) -> RunResult:
+        """Sync form of :meth:`aresume`."""
+        return run_blocking(self.aresume(thread_id, decisions, value=value,
+                                         interrupt_id=interrupt_id, reviewer=reviewer), "resume")
+
+    def stream(self, input: Any, *, thread_id: str) -> Iterator[Event]:
+        """Sync form of :meth:`astream`."""
+        return iterate_blocking(self.astream(input, thread_id=thread_id), "stream")
+
+    def recover(self, thread_id: str) -> RunResult:
+        return run_blocking(self.arecover(thread_id), "recover")
+
+    def cancel(self, thread_id: str, *, reason: str | None = None,
+               reviewer: Reviewer | str | None = None) -> RunResult:
+        return run_blocking(self.acancel(thread_id, reason=reason, reviewer=reviewer), "cancel")
+
+    def expire_due(self) -> list[RunResult]:
+        return run_blocking(self.aexpire_due(), "expire_due")
+
+    def get_thread(self, thread_id: str) -> ThreadState:
+        return run_blocking(self.aget_thread(thread_id), "get_thread")
+
+    def list_threads(self, *, status: str | None = None, limit: int = 50,
+                     before: datetime | None = None) -> list[ThreadRecord]:
+        return run_blocking(self.alist_threads(status=status, limit=limit, before=before),
+                            "list_threads")
+
+    def journal(self, thread_id: str) -> list[JournalEntry]:
+        return run_blocking(self.ajournal(thread_id), "journal")
+
+    def remembered(self, thread_id: str) -> list[RememberedApproval]:
+        return run_blocking(self.aremembered(thread_id), "remembered")
+
+    def revoke(self, thread_id: str, tool_name: str, *,
+               reviewer: Reviewer | str | None = None) -> bool:
+        return run_blocking(self.arevoke(thread_id, tool_name, reviewer=reviewer), "revoke")
+
+    def audit(self, thread_id: str | None = None, *, after_id: int = 0,
+              limit: int = 1000) -> list[AuditRecord]:
+        return run_blocking(self.aaudit(thread_id, after_id=after_id, limit=limit), "audit")
+
+    def verify_audit(self, thread_id: str | None = None) -> list[AuditProblem]:
+        return run_blocking(self.averify_audit(thread_id), "verify_audit")
+
+    def close(self) -> None:
+        run_blocking(self.checkpointer.close(), "close")

@@ -1,0 +1,163 @@
+"""The exception tree of interlock.
+
+::
+
+    InterlockError
+    ├── ConfigurationError        bad Agent / policy / tool configuration (fix the code)
+    ├── MissingDependency         an optional extra is not installed
+    ├── ThreadNotFound            no thread with that id
+    ├── ThreadInterrupted         new input sent while the thread waits for a decision
+    ├── ResumeError               a resume that cannot be applied
+    │   ├── NoPendingInterrupt    nothing waits for a decision
+    │   ├── StaleInterrupt        the interrupt id given is not the pending one
+    │   └── InvalidDecision       the decisions do not fit the pending request
+    ├── ConcurrencyError          another process or reviewer changed the thread first
+    │   ├── InterruptConflict     another resume of the same interrupt won
+    │   └── ThreadBusy            another process is advancing the thread right now
+    ├── RunLimitExceeded          the model kept calling tools past ``max_turns``
+    ├── ModelError                the model provider failed; the thread is unchanged
+    ├── NotAuthorized             a reviewer without the required role
+    └── StorageError              the store is unusable (e.g. schema newer than this code)
+
+Every message says what was wrong, which thread / tool call it concerns and what to do instead.
+"""
+
+from __future__ import annotations
+
+
+class InterlockError(Exception):
+    """Base class of every error raised by interlock."""
+
+
+class ConfigurationError(InterlockError, ValueError):
+    """The agent, a tool or a policy is configured wrongly."""
+
+
+class MissingDependency(InterlockError, ImportError):
+    """An optional dependency (extra) is needed for this feature."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        super().__init__(
+            f"{feature} needs the optional dependency {module!r}, which is not installed. "
+            f"Install it with: pip install 'interlock[{extra}]'"
+        )
+        self.extra = extra
+
+
+class ThreadNotFound(InterlockError, LookupError):
+    """No thread with the given id exists in the checkpointer."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} does not exist in this checkpointer. Start it with "
+            f"agent.invoke(message, thread_id={thread_id!r}) or check the id and the database."
+        )
+        self.thread_id = thread_id
+
+
+class ThreadInterrupted(InterlockError):
+    """New input was sent to a thread that waits for a reviewer's decision."""
+
+    def __init__(self, thread_id: str, interrupt_ids: list[str]) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} is waiting for a decision on interrupt(s) "
+            f"{', '.join(interrupt_ids)}; it cannot take a new message now. Resolve it with "
+            f"agent.resume({thread_id!r}, decisions=[...]) or close it with "
+            f"agent.cancel({thread_id!r}, reason=...)."
+        )
+        self.thread_id = thread_id
+        self.interrupt_ids = interrupt_ids
+
+
+class ResumeError(InterlockError):
+    """A resume could not be applied."""
+
+
+class NoPendingInterrupt(ResumeError):
+    """Resume was called on a thread that is not waiting for anything."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} has no pending interrupt, so there is nothing to resume. "
+            f"Send a new message with agent.invoke(..., thread_id={thread_id!r}) instead."
+        )
+        self.thread_id = thread_id
+
+
+class StaleInterrupt(ResumeError):
+    """The interrupt id given is not (or no longer) pending on the thread."""
+
+    def __init__(self, thread_id: str, interrupt_id: str, pending: list[str]) -> None:
+        now = ", ".join(pending) if pending else "none"
+        super().__init__(
+            f"Interrupt {interrupt_id!r} is not pending on thread {thread_id!r} (it was already "
+            f"answered, cancelled or expired). Pending interrupt ids: {now}. Reload the thread "
+            f"and answer the current request."
+        )
+        self.thread_id = thread_id
+        self.interrupt_id = interrupt_id
+        self.pending = pending
+
+
+class InvalidDecision(ResumeError, ValueError):
+    """The decisions do not fit the pending request. Nothing was stored."""
+
+    def __init__(self, thread_id: str, problem: str) -> None:
+        super().__init__(
+            f"Invalid decision for thread {thread_id!r}: {problem} Nothing was changed; "
+            f"the same request can be answered again."
+        )
+        self.thread_id = thread_id
+        self.problem = problem
+
+
+class ConcurrencyError(InterlockError):
+    """Another writer changed the thread first."""
+
+
+class InterruptConflict(ConcurrencyError):
+    """Another resume of the same interrupt was stored first; this one was not applied."""
+
+    def __init__(self, thread_id: str, interrupt_id: str | None = None) -> None:
+        which = f"interrupt {interrupt_id!r}" if interrupt_id else "the pending interrupt"
+        super().__init__(
+            f"Another resume of {which} on thread {thread_id!r} was stored first (another "
+            f"reviewer, process or a double submit). This resume was not applied and nothing "
+            f"ran twice. Reload the thread to see the outcome."
+        )
+        self.thread_id = thread_id
+        self.interrupt_id = interrupt_id
+
+
+class ThreadBusy(ConcurrencyError):
+    """Another live process is advancing the thread."""
+
+    def __init__(self, thread_id: str, owner: str) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} is being advanced by another process ({owner}). Wait for "
+            f"that run to finish (or for its lease to expire if it died) and try again."
+        )
+        self.thread_id = thread_id
+        self.owner = owner
+
+
+class RunLimitExceeded(InterlockError):
+    """A run made more model calls than the agent's ``max_turns``."""
+
+
+class ModelError(InterlockError):
+    """The model provider returned an error. The thread state is unchanged; retry the run."""
+
+    def __init__(self, message: str, *, provider: str = "model", status_code: int | None = None):
+        super().__init__(f"{provider} error: {message}")
+        self.provider = provider
+        self.status_code = status_code
+        self.provider_message = message
+
+
+class NotAuthorized(InterlockError, PermissionError):
+    """The reviewer lacks a role required to decide on this request."""
+
+
+class StorageError(InterlockError):
+    """The checkpointer cannot be used (schema version, corruption, connection)."""

@@ -1,0 +1,69 @@
+"""Conversation messages: plain, JSON-serialisable pydantic models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class ToolCall(BaseModel):
+    """A tool call proposed by the model. ``id`` is unique within the thread."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    args_error: str | None = None
+    """Set when the model's arguments could not be parsed as a JSON object (the call fails
+    closed: it pauses for review if gated and is never run with guessed arguments)."""
+
+
+class SystemMessage(BaseModel):
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(BaseModel):
+    role: Literal["user"] = "user"
+    content: str
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+
+
+ToolStatus = Literal["success", "error"]
+
+
+class ToolMessage(BaseModel):
+    """The result of one tool call, paired with it by ``tool_call_id``.
+
+    ``decision`` says how the result came about when a person (or the system) produced it
+    instead of the tool: ``reject``, ``respond``, ``edit``, ``cancel`` or ``expire``.
+    """
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    name: str
+    content: str
+    status: ToolStatus = "success"
+    decision: str | None = None
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def message_from_json(data: str | bytes) -> Message:
+    return MESSAGE_ADAPTER.validate_json(data)
+
+
+def message_to_json(message: Message) -> str:
+    return message.model_dump_json(exclude_defaults=False)

@@ -1,0 +1,216 @@
+"""The public ``Middleware`` protocol: hooks around the agent loop.
+
+Hooks
+-----
+``after_model(turn)``
+    Runs after every model turn that proposed tool calls, before any of them runs. The hook
+    inspects ``turn.calls`` and may mark calls: ``turn.review(...)`` (pause for a person),
+    ``turn.reject(...)`` (deny without asking) or ``turn.auto_approve(...)``. It may also call
+    :func:`interlock.interrupt` to pause with a value of its own and continue with the answer.
+
+``wrap_tool_call(request, call_next)``
+    Runs around each tool execution; ``await call_next(request)`` runs the tool (or the next
+    middleware) and returns its :class:`~interlock.ToolMessage`.
+
+Composition
+-----------
+Middleware run in list order: ``after_model`` hooks one after another, ``wrap_tool_call`` with
+the first middleware outermost. A hook that pauses with ``interrupt()`` is called again from its
+start on resume; hooks before it are not re-run (their marks are stored). Marks combine
+strictly: a rejection is final, a review request beats an auto-approval. Only calls that end up
+approved (by policy, a rule or a person) ever reach ``wrap_tool_call``: no hook can make a
+rejected call run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from .messages import AssistantMessage, Message, ToolCall, ToolMessage
+
+if TYPE_CHECKING:
+    from .storage.base import RememberedApproval
+    from .tools import Tool, ToolContext
+
+DecisionType = Literal["approve", "edit", "reject", "respond"]
+DECISION_TYPES: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewMark:
+    """Pause this call for a person."""
+
+    allowed_decisions: tuple[DecisionType, ...]
+    description: str
+    reviewers: tuple[str, ...] | None = None
+    expires_after: timedelta | None = None
+    on_expire: Literal["reject"] = "reject"
+    by: str = ""
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "review",
+            "allowed_decisions": list(self.allowed_decisions),
+            "description": self.description,
+            "reviewers": list(self.reviewers) if self.reviewers is not None else None,
+            "expires_after": self.expires_after.total_seconds() if self.expires_after else None,
+            "on_expire": self.on_expire,
+            "by": self.by,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RejectMark:
+    """Deny this call without asking; the model gets ``message`` as an error result."""
+
+    message: str
+    by: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "reject", "message": self.message, "by": self.by}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoApproveMark:
+    """Let this call run without pausing, recorded as auto-approved by ``rule``."""
+
+    rule: str
+    by: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "auto", "rule": self.rule, "by": self.by}
+
+
+Mark = ReviewMark | RejectMark | AutoApproveMark
+
+
+def mark_from_json(data: dict[str, Any]) -> Mark:
+    kind = data["kind"]
+    if kind == "review":
+        exp = data.get("expires_after")
+        reviewers = data.get("reviewers")
+        return ReviewMark(
+            allowed_decisions=tuple(data["allowed_decisions"]),
+            description=data["description"],
+            reviewers=tuple(reviewers) if reviewers is not None else None,
+            expires_after=timedelta(seconds=exp) if exp else None,
+            on_expire=data.get("on_expire", "reject"),
+            by=data.get("by", ""),
+            reason=data.get("reason"),
+        )
+    if kind == "reject":
+        return RejectMark(message=data["message"], by=data.get("by", ""))
+    return AutoApproveMark(rule=data["rule"], by=data.get("by", ""))
+
+
+def _rank(mark: Mark | None) -> int:
+    if isinstance(mark, RejectMark):
+        return 3
+    if isinstance(mark, ReviewMark):
+        return 2
+    if isinstance(mark, AutoApproveMark):
+        return 1
+    return 0
+
+
+@dataclass(kw_only=True)
+class ModelTurn:
+    """What an ``after_model`` hook sees: the assistant message and its tool calls."""
+
+    thread_id: str
+    message: AssistantMessage
+    messages: Sequence[Message]
+    """The conversation so far, ending with ``message``."""
+    tools: Mapping[str, Tool]
+    remembered_rules: Sequence[RememberedApproval] = ()
+    marks: dict[str, Mark] = field(default_factory=dict)
+    current_middleware: str = ""
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return list(self.message.tool_calls)
+
+    def _set(self, call: ToolCall | str, mark: Mark) -> None:
+        cid = call if isinstance(call, str) else call.id
+        if cid not in {c.id for c in self.message.tool_calls}:
+            raise ValueError(f"Tool call {cid!r} is not part of this model turn.")
+        if _rank(mark) > _rank(self.marks.get(cid)):
+            self.marks[cid] = mark
+
+    def review(
+        self,
+        call: ToolCall | str,
+        *,
+        allowed_decisions: Sequence[DecisionType] = DECISION_TYPES,
+        description: str,
+        reviewers: Sequence[str] | None = None,
+        expires_after: timedelta | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Pause ``call`` until a person decides."""
+        self._set(
+            call,
+            ReviewMark(
+                allowed_decisions=tuple(allowed_decisions),
+                description=description,
+                reviewers=tuple(reviewers) if reviewers is not None else None,
+                expires_after=expires_after,
+                by=self.current_middleware,
+                reason=reason,
+            ),
+        )
+
+    def reject(self, call: ToolCall | str, message: str) -> None:
+        """Deny ``call`` without asking; the model receives ``message`` as an error result."""
+        self._set(call, RejectMark(message=message, by=self.current_middleware))
+
+    def auto_approve(self, call: ToolCall | str, *, rule: str) -> None:
+        """Let ``call`` run without pausing; the audit log records ``rule``."""
+        self._set(call, AutoApproveMark(rule=rule, by=self.current_middleware))
+
+    def remembered(self, tool_name: str) -> RememberedApproval | None:
+        """The standing approval for ``tool_name`` in this thread, if a reviewer gave one."""
+        for rule in self.remembered_rules:
+            if rule.tool_name == tool_name:
+                return rule
+        return None
+
+    def mark_of(self, call: ToolCall | str) -> Mark | None:
+        return self.marks.get(call if isinstance(call, str) else call.id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallRequest:
+    """One tool execution, as seen by ``wrap_tool_call``."""
+
+    thread_id: str
+    call: ToolCall
+    """The call to execute (the reviewer's version if it was edited)."""
+    original: ToolCall
+    """The call as the model proposed it."""
+    tool: Tool | None
+    context: ToolContext
+
+
+ToolCallHandler = Callable[[ToolCallRequest], Awaitable[ToolMessage]]
+
+
+class Middleware:
+    """Base class for middleware; override the hooks you need (sync or async)."""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def after_model(self, turn: ModelTurn) -> Awaitable[None] | None:
+        return None
+
+    async def wrap_tool_call(
+        self, request: ToolCallRequest, call_next: ToolCallHandler
+    ) -> ToolMessage:
+        return await call_next(request)

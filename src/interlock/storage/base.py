@@ -1,0 +1,206 @@
+"""The storage Protocol every checkpointer implements, and the records it stores.
+
+A thread is stored as
+
+* one small **thread row** (:class:`ThreadRecord`): status, version, open turn, pending
+  interrupts, remembered approvals, lease, head of the audit chain;
+* its **messages**, appended once each (``seq`` 0, 1, 2 ...), never rewritten;
+* one **journal row** per tool call (:class:`JournalEntry`), updated as the call moves
+  through its states;
+* its **audit rows** (:class:`AuditRecord`), append-only and hash-chained.
+
+Every write is one atomic :meth:`Checkpointer.commit` guarded by the thread's version
+(compare-and-set), so two writers can never both advance a thread from the same state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from ..errors import ConcurrencyError
+from ..interrupts import Interrupt
+from ..messages import Message, ToolMessage
+
+SCHEMA_VERSION = 1
+"""Version of the stored format. Readers refuse a database whose version is newer."""
+
+ThreadStatus = Literal["idle", "running", "interrupted", "completed", "failed"]
+
+
+class CallState(StrEnum):
+    """States of a tool call in the journal (SPEC §5.2)."""
+
+    PROPOSED = "proposed"
+    PENDING_REVIEW = "pending_review"
+    APPROVED = "approved"
+    EDITED = "edited"
+    AUTO_APPROVED = "auto_approved"
+    REJECTED = "rejected"
+    RESPONDED = "responded"
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
+    """The tool called ``interrupt()`` and waits for an answer."""
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    """The process stopped while the call was ``running``: the outcome is not known."""
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+RUNNABLE_STATES = frozenset({CallState.APPROVED, CallState.EDITED, CallState.AUTO_APPROVED})
+FINAL_STATES = frozenset(
+    {
+        CallState.SUCCEEDED,
+        CallState.FAILED,
+        CallState.REJECTED,
+        CallState.RESPONDED,
+        CallState.CANCELLED,
+        CallState.EXPIRED,
+    }
+)
+
+
+class RememberedApproval(BaseModel):
+    """A standing approval: later calls of ``tool_name`` in the thread run without pausing."""
+
+    tool_name: str
+    scope: Literal["thread"] = "thread"
+    created_at: datetime
+    created_by: str
+    tool_call_id: str
+    """The decision that created the rule."""
+
+
+class ThreadRecord(BaseModel):
+    thread_id: str
+    status: ThreadStatus = "idle"
+    version: int = 0
+    created_at: datetime
+    updated_at: datetime
+    message_count: int = 0
+    turn: int | None = None
+    """``seq`` of the assistant message whose tool calls are not all answered yet."""
+    hooks: dict[str, Any] | None = None
+    """Progress of the ``after_model`` hooks of the open turn (index, answers, marks)."""
+    pending: list[Interrupt] = Field(default_factory=list)
+    remembered: list[RememberedApproval] = Field(default_factory=list)
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+    audit_seq: int = 0
+    audit_hash: str = ""
+    error: str | None = None
+    preview: str = ""
+    """First characters of the latest user message (for inbox listings)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class JournalEntry(BaseModel):
+    """One tool call and everything that happened to it."""
+
+    tool_call_id: str
+    turn: int
+    position: int
+    name: str
+    args: dict[str, Any]
+    state: CallState
+    exec_name: str | None = None
+    exec_args: dict[str, Any] | None = None
+    decision: dict[str, Any] | None = None
+    decided_by: str | None = None
+    review: dict[str, Any] | None = None
+    """Review settings captured when the pause was created (allowed decisions, reviewers,
+    deadline); never re-evaluated."""
+    answers: list[Any] = Field(default_factory=list)
+    """Answers to the ``interrupt()`` calls the tool made, in order."""
+    paused_from: CallState | None = None
+    """The runnable state to return to once an ``interrupt()`` inside the tool is answered."""
+    result: ToolMessage | None = None
+    attempts: int = 0
+    updated_at: datetime
+
+
+class AuditRecord(BaseModel):
+    """One append-only, hash-chained audit row."""
+
+    thread_id: str
+    seq: int
+    ts: datetime
+    kind: str
+    actor: str
+    tool_call_id: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+    prev_hash: str
+    hash: str
+    id: int | None = None
+    """Global insertion order, assigned by the store."""
+
+
+@dataclass
+class ThreadSnapshot:
+    """Everything needed to continue a thread: the row, the messages, the open turn's journal."""
+
+    thread: ThreadRecord
+    messages: list[Message]
+    journal: dict[str, JournalEntry]
+
+
+@dataclass
+class Commit:
+    """One atomic change to a thread. ``thread.version`` is the new version."""
+
+    thread: ThreadRecord
+    messages: list[Message] = field(default_factory=list)
+    """Appended with ``seq`` starting at the previous ``message_count``."""
+    journal: list[JournalEntry] = field(default_factory=list)
+    """Inserted or replaced by ``tool_call_id``."""
+    audit: list[AuditRecord] = field(default_factory=list)
+
+
+class VersionConflict(ConcurrencyError):
+    """The thread's version was not the expected one (someone else committed first)."""
+
+    def __init__(self, thread_id: str, expected: int | None) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} changed concurrently (expected version {expected}); "
+            f"the change was not stored."
+        )
+        self.thread_id = thread_id
+        self.expected = expected
+
+
+@runtime_checkable
+class Checkpointer(Protocol):
+    """Durable store of threads. Implemented by memory, SQLite and Postgres backends."""
+
+    async def load(self, thread_id: str) -> ThreadSnapshot | None:
+        """Thread row, all messages and the journal rows of the open turn; None if unknown."""
+        ...
+
+    async def commit(self, change: Commit, *, expected_version: int | None) -> None:
+        """Apply ``change`` atomically if the stored version equals ``expected_version``
+        (``None``: the thread must not exist yet). Raises :class:`VersionConflict`."""
+        ...
+
+    async def list_threads(
+        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
+    ) -> list[ThreadRecord]:
+        """Threads, newest ``updated_at`` first, optionally filtered by status."""
+        ...
+
+    async def journal(self, thread_id: str) -> list[JournalEntry]:
+        """Every journal row of a thread, in call order."""
+        ...
+
+    async def audit(
+        self, *, thread_id: str | None = None, after_id: int = 0, limit: int = 1000
+    ) -> list[AuditRecord]:
+        """Audit rows in insertion order, after the given global id."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,314 @@
+"""SQLite checkpointer: the embedded durable default (stdlib ``sqlite3``, WAL, fsync on commit)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from ..errors import StorageError
+from ..messages import MESSAGE_ADAPTER, Message
+from .base import (
+    SCHEMA_VERSION,
+    AuditRecord,
+    Commit,
+    JournalEntry,
+    ThreadRecord,
+    ThreadSnapshot,
+    VersionConflict,
+)
+
+T = TypeVar("T")
+
+# Ordered migrations; index + 1 is the schema version they produce.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE IF NOT EXISTS interlock_threads (
+        thread_id  TEXT PRIMARY KEY,
+        status     TEXT NOT NULL,
+        version    INTEGER NOT NULL,
+        updated_at TEXT NOT NULL,
+        data       TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS interlock_threads_status
+        ON interlock_threads (status, updated_at);
+    CREATE INDEX IF NOT EXISTS interlock_threads_updated ON interlock_threads (updated_at);
+    CREATE TABLE IF NOT EXISTS interlock_messages (
+        thread_id TEXT NOT NULL,
+        seq       INTEGER NOT NULL,
+        data      TEXT NOT NULL,
+        PRIMARY KEY (thread_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS interlock_journal (
+        thread_id    TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        turn         INTEGER NOT NULL,
+        position     INTEGER NOT NULL,
+        state        TEXT NOT NULL,
+        data         TEXT NOT NULL,
+        PRIMARY KEY (thread_id, tool_call_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS interlock_journal_turn ON interlock_journal (thread_id, turn);
+    CREATE TABLE IF NOT EXISTS interlock_audit (
+        id        INTEGER PRIMARY KEY AUTOINCREMENT,
+        thread_id TEXT NOT NULL,
+        seq       INTEGER NOT NULL,
+        data      TEXT NOT NULL,
+        UNIQUE (thread_id, seq)
+    );
+    """,
+]
+
+
+class SqliteCheckpointer:
+    """Durable threads in one SQLite file.
+
+    WAL journal mode and ``synchronous=FULL`` by default: a commit (and so a reviewer's decision
+    once acknowledged) survives power loss. Several processes may share the file; writes are
+    serialised by SQLite and every thread change is a compare-and-set on its version.
+    """
+
+    durable = True
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: Literal["FULL", "NORMAL", "OFF"] = "FULL",
+        busy_timeout: float = 30.0,
+    ) -> None:
+        self.path = str(path)
+        self.synchronous = synchronous
+        self.busy_timeout = busy_timeout
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="interlock-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SqliteCheckpointer({self.path!r}, synchronous={self.synchronous})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            if self._closed:
+                raise StorageError(f"SqliteCheckpointer({self.path!r}) is closed.")
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate(conn)
+            self._conn = conn
+        return self._conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS interlock_meta (key TEXT PRIMARY KEY, value TEXT)"
+            )
+            row = conn.execute(
+                "SELECT value FROM interlock_meta WHERE key='schema_version'"
+            ).fetchone()
+            current = int(row[0]) if row else 0
+            if current > SCHEMA_VERSION:
+                raise StorageError(
+                    f"The database {self.path!r} has interlock schema version {current}, but "
+                    f"this interlock only knows versions up to {SCHEMA_VERSION}. Upgrade "
+                    f"interlock (pip install -U interlock) before opening it."
+                )
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for stmt in MIGRATIONS[version - 1].split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+                conn.execute(
+                    "INSERT INTO interlock_meta (key, value) VALUES ('schema_version', ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                    (str(version),),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(self._connect()))
+
+    def schema_version(self) -> int:
+        row = self._connect().execute(
+            "SELECT value FROM interlock_meta WHERE key='schema_version'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    # -- protocol ---------------------------------------------------------------------------
+
+    async def load(self, thread_id: str) -> ThreadSnapshot | None:
+        def q(conn: sqlite3.Connection) -> ThreadSnapshot | None:
+            conn.execute("BEGIN")
+            try:
+                row = conn.execute(
+                    "SELECT data FROM interlock_threads WHERE thread_id=?", (thread_id,)
+                ).fetchone()
+                if row is None:
+                    return None
+                thread = ThreadRecord.model_validate_json(row[0])
+                messages: list[Message] = [
+                    MESSAGE_ADAPTER.validate_json(r[0])
+                    for r in conn.execute(
+                        "SELECT data FROM interlock_messages WHERE thread_id=? ORDER BY seq",
+                        (thread_id,),
+                    )
+                ]
+                journal: dict[str, JournalEntry] = {}
+                if thread.turn is not None:
+                    for r in conn.execute(
+                        "SELECT data FROM interlock_journal WHERE thread_id=? AND turn=?",
+                        (thread_id, thread.turn),
+                    ):
+                        e = JournalEntry.model_validate_json(r[0])
+                        journal[e.tool_call_id] = e
+                return ThreadSnapshot(thread=thread, messages=messages, journal=journal)
+            finally:
+                conn.execute("COMMIT")
+
+        return await self._run(q)
+
+    async def commit(self, change: Commit, *, expected_version: int | None) -> None:
+        t = change.thread
+        first_seq = t.message_count - len(change.messages)
+
+        def w(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if expected_version is None:
+                    try:
+                        conn.execute(
+                            "INSERT INTO interlock_threads (thread_id, status, version, "
+                            "updated_at, data) VALUES (?, ?, ?, ?, ?)",
+                            (t.thread_id, t.status, t.version, t.updated_at.isoformat(),
+                             t.model_dump_json()),
+                        )
+                    except sqlite3.IntegrityError:
+                        raise VersionConflict(t.thread_id, None) from None
+                else:
+                    cur = conn.execute(
+                        "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=? "
+                        "WHERE thread_id=? AND version=?",
+                        (t.status, t.version, t.updated_at.isoformat(), t.model_dump_json(),
+                         t.thread_id, expected_version),
+                    )
+                    if cur.rowcount != 1:
+                        raise VersionConflict(t.thread_id, expected_version)
+                if change.messages:
+                    conn.executemany(
+                        "INSERT INTO interlock_messages (thread_id, seq, data) VALUES (?, ?, ?)",
+                        [
+                            (t.thread_id, first_seq + i, MESSAGE_ADAPTER.dump_json(m).decode())
+                            for i, m in enumerate(change.messages)
+                        ],
+                    )
+                if change.journal:
+                    conn.executemany(
+                        "INSERT INTO interlock_journal (thread_id, tool_call_id, turn, position, "
+                        "state, data) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, "
+                        "tool_call_id) DO UPDATE SET state=excluded.state, data=excluded.data",
+                        [
+                            (t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
+                             e.model_dump_json())
+                            for e in change.journal
+                        ],
+                    )
+                if change.audit:
+                    conn.executemany(
+                        "INSERT INTO interlock_audit (thread_id, seq, data) VALUES (?, ?, ?)",
+                        [(a.thread_id, a.seq, a.model_dump_json()) for a in change.audit],
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+        await self._run(w)
+
+    async def list_threads(
+        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
+    ) -> list[ThreadRecord]:
+        sql = "SELECT data FROM interlock_threads"
+        where: list[str] = []
+        params: list[object] = []
+        if status is not None:
+            where.append("status=?")
+            params.append(status)
+        if before is not None:
+            where.append("updated_at<?")
+            params.append(before.isoformat())
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, thread_id DESC LIMIT ?"
+        params.append(limit)
+
+        def q(conn: sqlite3.Connection) -> list[ThreadRecord]:
+            return [ThreadRecord.model_validate_json(r[0]) for r in conn.execute(sql, params)]
+
+        return await self._run(q)
+
+    async def journal(self, thread_id: str) -> list[JournalEntry]:
+        def q(conn: sqlite3.Connection) -> list[JournalEntry]:
+            return [
+                JournalEntry.model_validate_json(r[0])
+                for r in conn.execute(
+                    "SELECT data FROM interlock_journal WHERE thread_id=? ORDER BY turn, position",
+                    (thread_id,),
+                )
+            ]
+
+        return await self._run(q)
+
+    async def audit(
+        self, *, thread_id: str | None = None, after_id: int = 0, limit: int = 1000
+    ) -> list[AuditRecord]:
+        def q(conn: sqlite3.Connection) -> list[AuditRecord]:
+            if thread_id is None:
+                rows = conn.execute(
+                    "SELECT id, data FROM interlock_audit WHERE id>? ORDER BY id LIMIT ?",
+                    (after_id, limit),
+                )
+            else:
+                rows = conn.execute(
+                    "SELECT id, data FROM interlock_audit WHERE thread_id=? AND id>? "
+                    "ORDER BY id LIMIT ?",
+                    (thread_id, after_id, limit),
+                )
+            return [
+                AuditRecord.model_validate_json(d).model_copy(update={"id": i}) for i, d in rows
+            ]
+
+        return await self._run(q)
+
+    def stored_bytes(self) -> int:
+        """Bytes of the database file plus its WAL (after a checkpoint of the WAL)."""
+        conn = self._connect()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        return int(page_count) * int(page_size)
+
+    async def close(self) -> None:
+        def c(_: sqlite3.Connection | None) -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, c, None)
+        self._closed = True

@@ -1,0 +1,178 @@
+"""``@tool``: typed Python functions (sync or async) as agent tools."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import to_jsonable_python
+
+from .errors import ConfigurationError
+
+_EXECUTOR = ThreadPoolExecutor(thread_name_prefix="interlock-tool")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolContext:
+    """Injected into a tool that declares a parameter annotated ``ToolContext``.
+
+    ``idempotency_key`` is stable for one tool call across retries and processes: pass it to
+    external APIs (payments, e-mail) so that a retried call cannot act twice.
+    """
+
+    thread_id: str
+    tool_call_id: str
+    idempotency_key: str
+    attempt: int = 1
+
+
+class ArgumentError(Exception):
+    """Arguments do not match a tool's schema (turned into a message by the caller)."""
+
+    def __init__(self, tool: str, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.tool = tool
+        self.errors = errors
+
+
+def _format_validation_error(exc: ValidationError) -> list[str]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        out.append(f"{loc}: {err['msg']}")
+    return out
+
+
+class Tool:
+    """A tool the model can call. Create with :func:`tool`."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        idempotent: bool = False,
+    ) -> None:
+        if not callable(func):
+            raise ConfigurationError(f"@tool needs a function, got {func!r}.")
+        self.func = func
+        self.name = name or func.__name__
+        if not self.name.replace("_", "").replace("-", "").isalnum():
+            raise ConfigurationError(
+                f"Tool name {self.name!r} must contain only letters, digits, '_' and '-'."
+            )
+        doc = inspect.getdoc(func) or ""
+        self.description = description if description is not None else doc.strip()
+        self.idempotent = idempotent
+        self.is_async = inspect.iscoroutinefunction(func)
+        self._context_param: str | None = None
+        self.args_model: type[BaseModel] = self._build_model()
+        self.args_schema: dict[str, Any] = self.args_model.model_json_schema()
+        self.args_schema.pop("title", None)
+
+    def _build_model(self) -> type[BaseModel]:
+        sig = inspect.signature(self.func)
+        try:
+            hints = get_type_hints(self.func)
+        except Exception as exc:  # unresolved forward reference
+            raise ConfigurationError(
+                f"Cannot read the type hints of tool {self.name!r}: {exc}. Use importable types."
+            ) from exc
+        fields: dict[str, Any] = {}
+        for pname, param in sig.parameters.items():
+            ann = hints.get(pname, Any)
+            if ann is ToolContext:
+                self._context_param = pname
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ConfigurationError(
+                    f"Tool {self.name!r} uses *{pname}; declare every argument by name so "
+                    f"that a JSON schema can be derived."
+                )
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[pname] = (ann, default)
+        model_name = "".join(p.capitalize() for p in self.name.replace("-", "_").split("_"))
+        return create_model(
+            f"{model_name}Args", __config__=ConfigDict(extra="forbid"), **fields
+        )
+
+    def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Validate ``args`` against the schema; returns the coerced arguments."""
+        try:
+            model = self.args_model.model_validate(args)
+        except ValidationError as exc:
+            raise ArgumentError(self.name, _format_validation_error(exc)) from None
+        return {k: getattr(model, k) for k in type(model).model_fields}
+
+    async def run(self, args: dict[str, Any], context: ToolContext) -> Any:
+        """Validate ``args`` and call the function (sync functions run in a worker thread)."""
+        kwargs = self.validate_args(args)
+        if self._context_param:
+            kwargs[self._context_param] = context
+        if self.is_async:
+            return await self.func(**kwargs)
+        loop = asyncio.get_running_loop()
+        call = functools.partial(self.func, **kwargs)
+        # contextvars (used by interrupt()) must reach the worker thread
+        ctx = contextvars.copy_context()
+        return await loop.run_in_executor(_EXECUTOR, ctx.run, call)
+
+    def definition(self) -> dict[str, Any]:
+        """Provider-neutral definition: name, description, JSON schema of the arguments."""
+        return {"name": self.name, "description": self.description, "parameters": self.args_schema}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, idempotent={self.idempotent})"
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, idempotent: bool = False
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function into a :class:`Tool`.
+
+    The description comes from the docstring, the argument schema from the type hints.
+    ``idempotent=True`` declares that running the call twice is harmless, which lets recovery
+    retry a call whose outcome is unknown after a crash instead of asking a reviewer.
+    """
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(f, name=name, description=description, idempotent=idempotent)
+
+    if func is not None:
+        return wrap(func)
+    return wrap
+
+
+def result_to_text(value: Any) -> str:
+    """How a tool's return value is shown to the model."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(to_jsonable_python(value), ensure_ascii=False)
+
+
+ToolHandler = Callable[..., Awaitable[Any]]

@@ -1,0 +1,166 @@
+"""Shared fixtures: storage backends (memory, SQLite, Postgres) and entry points
+(sync, async, streaming), so end-to-end tests run against every combination."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlock import Agent, Checkpointer, Command, RunCompleted, RunResult
+
+PG_DSN = os.environ.get("INTERLOCK_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+BACKENDS = ["memory", "sqlite", "postgres"]
+
+
+def postgres_available() -> str | None:
+    """Return None when Postgres answers, else the reason it does not."""
+    try:
+        import psycopg
+    except ImportError:
+        return "psycopg is not installed (pip install 'interlock[postgres]')"
+    try:
+        with psycopg.connect(PG_DSN, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        return f"cannot connect to {PG_DSN}: {exc}"
+    return None
+
+
+def require_postgres() -> str:
+    """The DSN, or fail (in CI) / skip (elsewhere) when Postgres is not reachable."""
+    problem = postgres_available()
+    if problem is not None:
+        if IN_CI:
+            pytest.fail(f"Postgres tests must run in CI, but {problem}")
+        pytest.skip(
+            f"Postgres tests skipped: {problem}. Start PostgreSQL or set INTERLOCK_TEST_PG_DSN "
+            f"to enable them."
+        )
+    return PG_DSN
+
+
+class StoreFactory:
+    """Makes checkpointers that all point at the same storage, as separate processes would."""
+
+    def __init__(self, kind: str, tmp_path: Path) -> None:
+        self.kind = kind
+        self.tmp_path = tmp_path
+        self.sqlite_path = tmp_path / "interlock.db"
+        self.pg_schema = f"t_{uuid.uuid4().hex[:12]}"
+        self._memory: Any = None
+        self.made: list[Checkpointer] = []
+
+    def __call__(self) -> Checkpointer:
+        store: Checkpointer
+        if self.kind == "memory":
+            from interlock import MemoryCheckpointer
+
+            if self._memory is None:
+                self._memory = MemoryCheckpointer()
+            store = self._memory
+        elif self.kind == "sqlite":
+            from interlock import SqliteCheckpointer
+
+            store = SqliteCheckpointer(self.sqlite_path)
+        else:
+            from interlock import PostgresCheckpointer
+
+            store = PostgresCheckpointer(PG_DSN, schema=self.pg_schema)
+        self.made.append(store)
+        return store
+
+    @property
+    def durable(self) -> bool:
+        return self.kind != "memory"
+
+    def url(self) -> str:
+        """A ``--db`` URL for CLI / server processes."""
+        if self.kind == "sqlite":
+            return f"sqlite:///{self.sqlite_path}"
+        if self.kind == "postgres":
+            return f"{PG_DSN}?options=-csearch_path%3D{self.pg_schema}"
+        raise ValueError("memory storage has no URL")
+
+    def cleanup(self) -> None:
+        for store in self.made:
+            try:
+                asyncio.run(store.close())
+            except Exception:
+                pass
+        if self.kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(PG_DSN, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{self.pg_schema}" CASCADE')
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgres":
+        require_postgres()
+    return str(request.param)
+
+
+@pytest.fixture
+def stores(backend: str, tmp_path: Path) -> Iterator[StoreFactory]:
+    factory = StoreFactory(backend, tmp_path)
+    yield factory
+    factory.cleanup()
+
+
+@pytest.fixture
+def sqlite_stores(tmp_path: Path) -> Iterator[StoreFactory]:
+    factory = StoreFactory("sqlite", tmp_path)
+    yield factory
+    factory.cleanup()
+
+
+class EntryPoint:
+    """Runs the agent through one of its entry points: sync, async or streaming."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.events: list[Any] = []
+
+    def _stream(self, agent: Agent, input: Any, thread_id: str) -> RunResult:
+        result: RunResult | None = None
+        for event in agent.stream(input, thread_id=thread_id):
+            self.events.append(event)
+            if isinstance(event, RunCompleted):
+                result = event.result
+        assert result is not None, "stream ended without RunCompleted"
+        return result
+
+    def invoke(self, agent: Agent, input: Any, *, thread_id: str) -> RunResult:
+        if self.kind == "sync":
+            return agent.invoke(input, thread_id=thread_id)
+        if self.kind == "async":
+            return asyncio.run(agent.ainvoke(input, thread_id=thread_id))
+        return self._stream(agent, input, thread_id)
+
+    def resume(self, agent: Agent, thread_id: str, decisions: Any = None, **kw: Any) -> RunResult:
+        if self.kind == "sync":
+            return agent.resume(thread_id, decisions, **kw)
+        if self.kind == "async":
+            return asyncio.run(agent.aresume(thread_id, decisions, **kw))
+        if "value" in kw:
+            return self._stream(agent, Command(resume=kw["value"]), thread_id)
+        payload = {"decisions": decisions}
+        if kw.get("interrupt_id"):
+            payload = {kw["interrupt_id"]: payload}
+        return self._stream(agent, Command(resume=payload), thread_id)
+
+
+@pytest.fixture(params=["sync", "async", "stream"])
+def entry(request: pytest.FixtureRequest) -> EntryPoint:
+    return EntryPoint(str(request.param))
+
+
+Factory = Callable[[], Checkpointer]
