@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -90,10 +91,8 @@ class StoreFactory:
 
     def cleanup(self) -> None:
         for store in self.made:
-            try:
+            with contextlib.suppress(Exception):
                 asyncio.run(store.close())
-            except Exception:
-                pass
         if self.kind == "postgres":
             import psycopg
 

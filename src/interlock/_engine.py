@@ -70,6 +70,7 @@ from .middleware import (
 from .result import RunResult
 from .storage.base import (
     FINAL_STATES,
+    RESOLVED_KEPT,
     RUNNABLE_STATES,
     CallState,
     Commit,
@@ -160,6 +161,13 @@ class Run:
         self.snap: ThreadSnapshot | None = None
         self.model_calls = 0
         self._conflict: Callable[[], InterlockError] = self._busy
+        self.on_accepted: Callable[[], None] | None = None
+        """Called once the new input or the decisions are durably stored, before the loop
+        continues (the review server answers the HTTP request at that point)."""
+
+    def _accepted(self) -> None:
+        if self.on_accepted is not None:
+            self.on_accepted()
 
     # ------------------------------------------------------------------ basics
 
@@ -281,6 +289,7 @@ class Run:
         )
         if self.t.version == 0:
             await self.create(new_messages, preview)
+            self._accepted()
             return await self.loop()
         if needs_recovery:
             result = await self.recover_loaded()
@@ -291,6 +300,7 @@ class Run:
             raise ThreadInterrupted(self.thread_id, [i.id for i in self.t.pending])
         await self.commit(messages=new_messages, status="running", error=None,
                           preview=preview or self.t.preview)
+        self._accepted()
         return await self.loop()
 
     async def recover(self) -> RunResult:
@@ -320,8 +330,24 @@ class Run:
         )
         return await self.loop()
 
+    def _raise_if_answered(self, spec: ResumeSpec) -> None:
+        """A resume aimed at an interrupt that a resume already answered lost the race."""
+        if self.snap is None:
+            return
+        targets = [spec.interrupt_id] if spec.interrupt_id else []
+        if spec.has_command and isinstance(spec.command, dict):
+            targets += [k for k in spec.command if isinstance(k, str)]
+        answered = next((i for i in targets if i in self.t.resolved), None)
+        if answered is not None:
+            raise InterruptConflict(self.thread_id, answered)
+
     async def resume(self, spec: ResumeSpec) -> RunResult:
-        needs = await self.load()
+        try:
+            needs = await self.load()
+        except ThreadBusy:
+            self._raise_if_answered(spec)  # the winner is still running: the id tells us
+            raise
+        self._raise_if_answered(spec)
         before = {i.id for i in self.t.pending}
         if needs:
             await self.recover_loaded()
@@ -336,7 +362,7 @@ class Run:
         if spec.has_command and pending:
             self._interpret_command(spec, pending)
         if not pending:
-            if spec.interrupt_id and spec.interrupt_id in before:
+            if spec.interrupt_id:
                 raise StaleInterrupt(self.thread_id, spec.interrupt_id, [])
             raise NoPendingInterrupt(self.thread_id)
         ids = [i.id for i in pending]
@@ -384,9 +410,12 @@ class Run:
             audit.append(("input_answered", spec.actor, intr.tool_call_id,
                           {"interrupt_id": iid, "value": value}))
         self._conflict = lambda: InterruptConflict(self.thread_id, spec.interrupt_id or ids[0])
+        left = {i.id for i in remaining}
+        resolved = [*self.t.resolved, *(i.id for i in pending if i.id not in left)]
         await self.commit(journal=journal, audit=audit, pending=remaining, status="running",
-                          remembered=remembered, **updates)
+                          remembered=remembered, resolved=resolved[-RESOLVED_KEPT:], **updates)
         self._conflict = self._busy
+        self._accepted()
         return await self.loop()
 
     def _interpret_command(self, spec: ResumeSpec, pending: list[Interrupt]) -> None:

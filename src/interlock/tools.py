@@ -10,7 +10,7 @@ import json
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, get_type_hints, overload
+from typing import Any, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_jsonable_python
@@ -90,7 +90,7 @@ class Tool:
         fields: dict[str, Any] = {}
         for pname, param in sig.parameters.items():
             ann = hints.get(pname, Any)
-            if ann is ToolContext:
+            if ann is ToolContext or ToolContext in get_args(ann):
                 self._context_param = pname
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
