@@ -4,6 +4,7 @@ full or raise InvalidDecision and leave the stored thread byte-for-byte unchange
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,7 @@ def test_random_decisions_apply_fully_or_change_nothing(tmp_path: Path, raw: Any
         agent.close()
     event("valid: applied")
     pairs = list(zip(IDS, raw, strict=True)) if isinstance(raw, list) else list(raw.items())
-    expected_runs = {"write_file": 0, "execute_sql": 0}
+    expected_runs: Counter[str] = Counter()
     for cid, d in pairs:
         assert d["type"] in ALLOWED[cid]
         state = journal[cid].state
@@ -123,9 +124,7 @@ def test_random_decisions_apply_fully_or_change_nothing(tmp_path: Path, raw: Any
                              "respond": CallState.RESPONDED}[d["type"]]
     for cid in set(IDS) - {c for c, _ in pairs}:
         assert journal[cid].state == CallState.PENDING_REVIEW
-    assert tools.counts["write_file"] == expected_runs["write_file"]
-    assert tools.counts["execute_sql"] == expected_runs["execute_sql"]
-    assert tools.counts["ask_user"] == 0
+    assert tools.counts == expected_runs  # exactly the approved / edited calls ran, once each
     assert result.interrupted == (len(pairs) < len(IDS))
     if not result.interrupted:
         assert_valid_transcript(result.messages)

@@ -1,0 +1,1 @@
+"""Tests of the provider adapters against local fake OpenAI / Anthropic servers."""
