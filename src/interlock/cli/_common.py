@@ -1,0 +1,282 @@
+"""Shared plumbing of the ``interlock`` commands: options, loading an agent, errors, output."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import getpass
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pydantic_core import to_jsonable_python
+from rich.console import Console
+
+from .._sync import run_blocking
+from ..agent import Agent
+from ..decisions import Reviewer
+from ..errors import ConfigurationError, InterlockError
+from ..messages import AssistantMessage, Message
+from ..models.scripted import ScriptedModel
+from ..storage import from_url
+from ..storage.base import Checkpointer, ThreadRecord
+from ..storage.sqlite import SqliteCheckpointer
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DB_ENV = "INTERLOCK_DB"
+AGENT_ENV = "INTERLOCK_AGENT"
+STATUSES = ("idle", "running", "interrupted", "completed", "failed")
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+class CliError(click.ClickException):
+    """An error shown as one line, ``error: <message>``, with exit code 1."""
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(_one_line(message))
+        if exit_code is not None:
+            vars(self)["exit_code"] = exit_code  # ClickException declares it as a class var
+
+    def show(self, file: Any = None) -> None:
+        click.echo(click.style("error: ", fg="red", bold=True) + self.format_message(),
+                   err=True)
+
+
+class CliUsageError(CliError):
+    """A usage error (unknown option, missing argument, bad value): exit code 2."""
+
+    exit_code = 2
+
+
+def usage_problem(error: click.UsageError) -> CliUsageError:
+    hint = f" (see '{error.ctx.command_path} --help')" if error.ctx is not None else ""
+    return CliUsageError(error.format_message() + hint)
+
+
+class InterlockGroup(click.Group):
+    """A click group whose errors are one line on stderr: ``error: ...``.
+
+    interlock errors exit with 1, usage errors with 2.
+    """
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            raise usage_problem(exc) from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CliError:
+            raise
+        except click.UsageError as exc:
+            raise usage_problem(exc) from exc
+        except InterlockError as exc:
+            raise CliError(str(exc)) from exc
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def out() -> Console:
+    """A console on the current stdout (so test runners that swap streams see the output)."""
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+def dump_json(value: Any) -> None:
+    click.echo(json.dumps(to_jsonable_python(value), indent=2, ensure_ascii=False))
+
+
+def when(ts: datetime | None) -> str:
+    if ts is None:
+        return "-"
+    return ts.astimezone().strftime("%m-%d %H:%M:%S")
+
+
+def short(text: str, width: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def last_answer(messages: list[Message]) -> str | None:
+    for m in reversed(messages):
+        if isinstance(m, AssistantMessage) and not m.tool_calls:
+            return m.content
+    return None
+
+
+# ---------------------------------------------------------------------------- options
+
+
+def db_option(f: F) -> F:
+    return click.option(
+        "--db", "db", metavar="URL", envvar=DB_ENV,
+        help="Thread store: sqlite:///path.db, postgresql://user@host/db (env: INTERLOCK_DB). "
+        "Defaults to the store of --agent.",
+    )(f)
+
+
+def agent_option(f: F) -> F:
+    return click.option(
+        "--agent", "agent_spec", metavar="MODULE:ATTR", envvar=AGENT_ENV,
+        help="The agent: an Agent or a function returning one, as for `interlock serve` "
+        "(env: INTERLOCK_AGENT), e.g. interlock.demo:agent. Its store is used unless --db "
+        "is given.",
+    )(f)
+
+
+def reviewer_options(f: F) -> F:
+    f = click.option(
+        "--role", "roles", metavar="ROLE", multiple=True,
+        help="A role the reviewer holds (repeatable), for requests limited to roles.",
+    )(f)
+    return click.option(
+        "--reviewer", metavar="NAME", default=None,
+        help="Who decides, as written to the audit log (default: your OS user name).",
+    )(f)
+
+
+def make_reviewer(name: str | None, roles: tuple[str, ...]) -> Reviewer:
+    if name is None:
+        try:
+            name = getpass.getuser()
+        except Exception:
+            name = "terminal"
+    if not name.strip():
+        raise CliError("--reviewer must not be empty.")
+    return Reviewer(name.strip(), frozenset(roles))
+
+
+# ---------------------------------------------------------------------------- agents and stores
+
+
+def open_store(url: str) -> Checkpointer:
+    """Open an existing thread store; a SQLite file that does not exist is an error (a typo
+    would otherwise create an empty database and show nothing)."""
+    try:
+        store = from_url(url)
+    except ConfigurationError as exc:
+        raise CliUsageError(f"--db {url!r}: {exc}") from exc
+    if isinstance(store, SqliteCheckpointer) and store.path != ":memory:" \
+            and not Path(store.path).is_file():
+        raise CliError(
+            f"--db {url!r}: the database file {store.path} does not exist. Check the path "
+            f"(sqlite:///relative.db or sqlite:////absolute/path.db)."
+        )
+    return store
+
+
+def load_agent(spec: str) -> Agent:
+    """Import ``MODULE:ATTR``; ATTR is an :class:`Agent` or a function returning one."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliUsageError(f"--agent {spec!r}: use MODULE:ATTR, e.g. myapp.agents:agent.")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except InterlockError:
+        raise
+    except ImportError as exc:
+        raise CliError(f"--agent {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CliError(f"--agent {spec!r}: {module_name!r} has no attribute {attr!r}.") \
+                from None
+    if not isinstance(obj, Agent) and callable(obj):
+        obj = obj()
+    if not isinstance(obj, Agent):
+        raise CliError(
+            f"--agent {spec!r} is a {type(obj).__name__}, not an interlock Agent (or a function "
+            f"returning one)."
+        )
+    return obj
+
+
+def _no_model(messages: Any) -> str:
+    raise ConfigurationError(
+        "This command was started without --agent, so it cannot call the model; pass --agent "
+        "MODULE:ATTR to continue runs."
+    )
+
+
+def resolve_agent(
+    db: str | None, agent_spec: str | None, *, purpose: str | None = None
+) -> tuple[Agent, Checkpointer | None]:
+    """The agent a command works with, and the store this command opened (to close).
+
+    With ``--agent``: that agent (its checkpointer replaced by ``--db`` when given). With only
+    ``--db``: a reader on that store, which can list, show, audit and cancel but not continue
+    runs (``purpose`` set means the command needs the real agent, and says why).
+    """
+    if agent_spec:
+        agent = load_agent(agent_spec)
+        if not db:
+            return agent, None
+        store = open_store(db)
+        agent.checkpointer = store
+        return agent, store
+    if purpose is not None:
+        raise CliUsageError(
+            f"{purpose} needs the agent (its tools and model) to continue the runs after a "
+            f"decision: pass --agent MODULE:ATTR or set {AGENT_ENV} (for the demo: --agent "
+            f"interlock.demo:agent)."
+        )
+    if not db:
+        raise CliUsageError(
+            f"no thread store given: pass --db URL (or set {DB_ENV}), or --agent MODULE:ATTR."
+        )
+    store = open_store(db)
+    return Agent(model=ScriptedModel(_no_model), checkpointer=store, name="interlock-cli"), store
+
+
+def with_agent(purpose: str | None = None) -> Callable[[F], F]:
+    """Decorator: replace the ``db`` / ``agent_spec`` parameters by ``agent``; a store the
+    command opened is closed when it ends (an agent loaded with --agent is left as it is)."""
+
+    def deco(f: F) -> F:
+        @functools.wraps(f)
+        def wrapper(*args: Any, db: str | None, agent_spec: str | None, **kwargs: Any) -> Any:
+            agent, opened = resolve_agent(db, agent_spec, purpose=purpose)
+            try:
+                return f(*args, agent=agent, **kwargs)
+            finally:
+                if opened is not None:
+                    with contextlib.suppress(Exception):
+                        run_blocking(opened.close(), "close")
+
+        return agent_option(db_option(wrapper))  # type: ignore[return-value]
+
+    return deco
+
+
+def iter_threads(agent: Agent, status: str | None, page: int = 200) -> Iterator[ThreadRecord]:
+    """Every thread with ``status`` (newest first), page by page."""
+    before: datetime | None = None
+    seen: set[str] = set()
+    while True:
+        batch = agent.list_threads(status=status, limit=page, before=before)
+        for rec in batch:
+            if rec.thread_id not in seen:
+                seen.add(rec.thread_id)
+                yield rec
+        if len(batch) < page:
+            return
+        before = batch[-1].updated_at

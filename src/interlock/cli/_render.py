@@ -1,0 +1,257 @@
+"""Rich renderings shared by ``show`` and ``review``. Text that came from a model or a tool is
+always wrapped in ``Text`` (never parsed as markup)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.highlighter import JSONHighlighter
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..hitl import ActionRequest, HITLRequest, ReviewConfig
+from ..interrupts import Interrupt
+from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ..storage.base import AuditRecord, JournalEntry, ThreadRecord
+from ._common import short, when
+
+STATUS_STYLE = {
+    "interrupted": "bold yellow",
+    "running": "cyan",
+    "completed": "green",
+    "failed": "bold red",
+    "idle": "dim",
+}
+
+
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
+def waiting_on(pending: list[Interrupt]) -> str:
+    """"execute_sql, send_email" for a thread row's pending interrupts."""
+    names: list[str] = []
+    for intr in pending:
+        if intr.kind == "review":
+            value = intr.value
+            req = value if isinstance(value, HITLRequest) else HITLRequest.model_validate(value)
+            names.extend(a.name for a in req.action_requests)
+        else:
+            names.append("answer to a question")
+    return ", ".join(names)
+
+
+def threads_table(rows: list[ThreadRecord], width: int) -> RenderableType:
+    """A table on wide terminals, two lines per thread on narrow ones."""
+    if width < 110:
+        lines: list[RenderableType] = []
+        for rec in rows:
+            waiting = waiting_on(rec.pending)
+            lines.append(Text.assemble(
+                (rec.thread_id, "bold"), "  ", status_text(rec.status),
+                (f"  waiting on {waiting}" if waiting else "", "yellow"),
+                (f"  {when(rec.updated_at)}", "dim")))
+            if rec.preview:
+                lines.append(Text("    " + short(rec.preview, max(30, width - 6)), style="dim"))
+        return Group(*lines)
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("thread", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("updated", no_wrap=True)
+    table.add_column("waiting on", no_wrap=True)
+    table.add_column("request")
+    for rec in rows:
+        table.add_row(Text(rec.thread_id), status_text(rec.status), when(rec.updated_at),
+                      Text(waiting_on(rec.pending)), Text(short(rec.preview, 100)))
+    return table
+
+
+def json_block(value: Any) -> RenderableType:
+    """Pretty JSON that wraps (long strings are never cut off)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        return Text(repr(value))
+    return JSONHighlighter()(Text(text))
+
+
+def args_block(args: dict[str, Any]) -> RenderableType:
+    """Tool arguments for a reviewer: one row per argument, text shown as written (an e-mail
+    body keeps its line breaks), other values as JSON."""
+    if not args:
+        return Text("(no arguments)", style="dim")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(ratio=1)
+    for key, value in args.items():
+        shown: RenderableType = Text(value) if isinstance(value, str) else json_block(value)
+        grid.add_row(Text(str(key)), shown)
+    return grid
+
+
+def message_lines(messages: list[Message], *, width: int = 600) -> RenderableType:
+    parts: list[RenderableType] = []
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            continue
+        if isinstance(m, UserMessage):
+            parts.append(Text.assemble(("user  ", "bold blue"), (m.content, "")))
+        elif isinstance(m, AssistantMessage):
+            if m.content:
+                parts.append(Text.assemble(("agent ", "bold magenta"), (m.content, "")))
+            for c in m.tool_calls:
+                parts.append(Text.assemble(
+                    ("  → ", "magenta"), (c.name, "bold"), (" ", ""),
+                    (short(json.dumps(c.args, ensure_ascii=False), width), "dim"),
+                    (f"  [{c.id}]", "dim")))
+        elif isinstance(m, ToolMessage):
+            style = "green" if m.status == "success" else "red"
+            how = f" ({m.decision})" if m.decision else ""
+            parts.append(Text.assemble(
+                ("  ← ", style), (m.name, "bold"), (f" {m.status}{how}: ", style),
+                (short(m.content, width), "")))
+    return Group(*parts) if parts else Text("(no messages)", style="dim")
+
+
+def deadline(expires_at: datetime | None, now: datetime) -> str | None:
+    if expires_at is None:
+        return None
+    left = (expires_at - now).total_seconds()
+    if left <= 0:
+        return f"deadline passed at {when(expires_at)} (rejected when the thread is touched)"
+    if left < 120:
+        span = f"{int(left)} s"
+    elif left < 7200:
+        span = f"{int(left // 60)} min"
+    else:
+        span = f"{left / 3600:.1f} h"
+    return f"rejected automatically in {span} (at {when(expires_at)}) if nobody decides"
+
+
+def request_panel(
+    request: ActionRequest, config: ReviewConfig, *, thread_id: str, preview: str,
+    agent_text: str | None, index: int, total: int, now: datetime,
+) -> Panel:
+    rows: list[RenderableType] = []
+    if preview:
+        rows.append(Text.assemble(("request  ", "bold"), (preview, "")))
+    if agent_text:
+        rows.append(Text.assemble(("agent    ", "bold"), (agent_text, "")))
+    rows.append(Text(""))
+    rows.append(Text(request.description))
+    rows.append(Text(""))
+    rows.append(Text.assemble(("tool ", "bold"), (request.name, "bold cyan"),
+                              (f"   call {request.tool_call_id}", "dim")))
+    rows.append(args_block(request.args))
+    rows.append(Text(""))
+    info = [f"allowed: {', '.join(config.allowed_decisions)}"]
+    if config.reviewers:
+        info.append(f"reviewers with role: {', '.join(config.reviewers)}")
+    if (d := deadline(config.expires_at, now)) is not None:
+        info.append(d)
+    rows.append(Text(" · ".join(info), style="dim"))
+    title = Text.assemble(("thread ", ""), (thread_id, "bold"),
+                          (f" · call {index} of {total} in this request", ""))
+    return Panel(Group(*rows), title=title, title_align="left", border_style="yellow")
+
+
+def journal_table(entries: list[JournalEntry], width: int) -> RenderableType:
+    """Every tool call of a thread: what ran, with which arguments, who decided."""
+    lines: list[RenderableType] = [Text("tool calls", style="bold")]
+    for e in entries:
+        args = e.exec_args if e.exec_args is not None else e.args
+        name = e.name if not e.exec_name or e.exec_name == e.name else f"{e.name} → {e.exec_name}"
+        lines.append(Text.assemble(
+            ("  ", ""), (e.tool_call_id, "dim"), "  ", (name, "bold"), "  ",
+            (e.state.value, STATE_STYLE.get(e.state.value, "")),
+            (f"  by {e.decided_by}" if e.decided_by else "", "dim")))
+        lines.append(Text("      " + short(json.dumps(args, ensure_ascii=False),
+                                           max(40, width - 8)), style="dim"))
+    return Group(*lines)
+
+
+STATE_STYLE = {
+    "succeeded": "green", "failed": "red", "rejected": "red", "expired": "red",
+    "cancelled": "red", "pending_review": "yellow", "unknown": "bold red",
+}
+
+
+def audit_summary(rec: AuditRecord) -> str:
+    d = rec.data
+    name = d.get("name") or d.get("tool_name") or ""
+    if rec.kind == "decision":
+        text = f"{d.get('type')} {name}"
+        edited = d.get("edited_action")
+        if isinstance(edited, dict):
+            text += f" → {json.dumps(edited.get('args'), ensure_ascii=False)}"
+        if d.get("message"):
+            text += f": {d['message']}"
+        if d.get("remember"):
+            text += f" (remember: {d['remember']})"
+        return text
+    if rec.kind == "request_raised":
+        calls = d.get("calls") or []
+        return "review requested: " + ", ".join(str(c.get("name")) for c in calls)
+    if rec.kind == "tool_finished":
+        return f"{name} {d.get('status')}: {d.get('result', '')}"
+    if rec.kind in ("tool_started", "expired", "auto_approved", "rule_created",
+                    "rule_revoked", "outcome_unknown", "retry_idempotent"):
+        return f"{name} {json.dumps(d.get('args'), ensure_ascii=False)}" if d.get("args") \
+            else str(name)
+    if rec.kind == "cancelled":
+        return f"reason: {d.get('reason')}" if d.get("reason") else "cancelled"
+    return json.dumps(d, ensure_ascii=False)
+
+
+def audit_table(records: list[AuditRecord], width: int) -> RenderableType:
+    """A table on wide terminals, two lines per record on narrow ones."""
+    if width < 130:
+        lines: list[RenderableType] = []
+        for r in records:
+            lines.append(Text.assemble(
+                (f"{r.id or '':>5} ", "dim"), (when(r.ts), "dim"), "  ", (r.thread_id, "bold"),
+                "  ", (r.kind, "cyan"), "  by ", (r.actor, ""),
+                (f"  [{r.tool_call_id}]" if r.tool_call_id else "", "dim")))
+            lines.append(Text("      " + short(audit_summary(r), max(40, width - 8))))
+        return Group(*lines)
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("time", no_wrap=True)
+    table.add_column("thread", no_wrap=True)
+    table.add_column("event", no_wrap=True)
+    table.add_column("actor", no_wrap=True)
+    table.add_column("call", no_wrap=True)
+    table.add_column("details")
+    for r in records:
+        table.add_row(str(r.id or ""), when(r.ts), Text(r.thread_id), r.kind,
+                      Text(r.actor), Text(r.tool_call_id or "-"),
+                      Text(short(audit_summary(r), 120)))
+    return table
+
+
+def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
+    if intr.kind == "input":
+        return Panel(json_block(intr.value), title=f"question (interrupt {intr.id})",
+                     title_align="left", border_style="yellow")
+    value = intr.value
+    req = value if isinstance(value, HITLRequest) else HITLRequest.model_validate(value)
+    parts: list[RenderableType] = []
+    for a, c in zip(req.action_requests, req.review_configs, strict=True):
+        parts.append(Text.assemble(("tool ", "bold"), (a.name, "bold cyan"),
+                                   (f"   call {a.tool_call_id}", "dim")))
+        parts.append(Text(a.description))
+        parts.append(args_block(a.args))
+        info = [f"allowed: {', '.join(c.allowed_decisions)}"]
+        if c.reviewers:
+            info.append(f"reviewers with role: {', '.join(c.reviewers)}")
+        if (d := deadline(c.expires_at, now)) is not None:
+            info.append(d)
+        parts.append(Text(" · ".join(info), style="dim"))
+        parts.append(Text(""))
+    return Panel(Group(*parts), title=f"waiting for a decision (interrupt {intr.id})",
+                 title_align="left", border_style="yellow")

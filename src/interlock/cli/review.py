@@ -1,0 +1,419 @@
+"""``interlock review``: walk the pending requests in the terminal, one key per decision.
+
+The console approval loop of the seed article, generalised: every decision goes through
+``agent.resume(...)`` — the same validation, conflict detection and audit log as the HTTP API —
+and the run continues right here with the agent's tools and model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import click
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from ..agent import Agent, ThreadState
+from ..decisions import Reviewer
+from ..errors import (
+    InterlockError,
+    InterruptConflict,
+    InvalidDecision,
+    NoPendingInterrupt,
+    NotAuthorized,
+    StaleInterrupt,
+    ThreadBusy,
+    ThreadNotFound,
+)
+from ..hitl import ActionRequest, HITLRequest, ReviewConfig
+from ..interrupts import Interrupt
+from ..messages import AssistantMessage
+from ..result import RunResult
+from ._common import (
+    CliError,
+    iter_threads,
+    make_reviewer,
+    out,
+    reviewer_options,
+    short,
+    with_agent,
+)
+from ._render import json_block, message_lines, request_panel
+
+Outcome = Literal["decided", "gone", "invalid", "skip", "back"]
+
+KEYS: list[tuple[str, str, str | None]] = [
+    # key, label, decision type that must be allowed (None: always offered)
+    ("a", "approve", "approve"),
+    ("m", "approve & remember for this thread", "approve"),
+    ("e", "edit", "edit"),
+    ("r", "reject", "reject"),
+    ("p", "respond", "respond"),
+    ("v", "view conversation", None),
+    ("s", "skip", None),
+    ("q", "quit", None),
+]
+
+EDIT_HELP = [
+    "// Edit the arguments of {name} (call {call_id}) as JSON, then save and close the editor.",
+    "// Lines starting with // are ignored. Save an empty file to cancel the edit.",
+]
+
+
+@dataclass
+class Item:
+    """One thing to decide: a call of a review request, or an interrupt() question."""
+
+    state: ThreadState
+    interrupt: Interrupt
+    request: ActionRequest | None = None
+    config: ReviewConfig | None = None
+    index: int = 1
+    total: int = 1
+
+    @property
+    def thread_id(self) -> str:
+        return self.state.thread_id
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.thread_id,
+                self.request.tool_call_id if self.request else f"input:{self.interrupt.id}")
+
+
+class ReviewSession:
+    def __init__(self, agent: Agent, reviewer: Reviewer, console: Console,
+                 only: tuple[str, ...]) -> None:
+        self.agent = agent
+        self.reviewer = reviewer
+        self.console = console
+        self.only = set(only)
+        self.skipped: set[tuple[str, str]] = set()
+        self.tally: Counter[str] = Counter()
+        self.last_error = ""
+
+    # ------------------------------------------------------------------ the queue
+
+    def items_of(self, state: ThreadState) -> list[Item]:
+        items: list[Item] = []
+        for intr in state.interrupts:
+            if intr.kind == "review":
+                value = intr.value
+                req = value if isinstance(value, HITLRequest) else \
+                    HITLRequest.model_validate(value)
+                total = len(req.action_requests)
+                for n, (a, c) in enumerate(zip(req.action_requests, req.review_configs,
+                                               strict=True), start=1):
+                    items.append(Item(state, intr, a, c, n, total))
+            else:
+                items.append(Item(state, intr))
+        return [i for i in items if i.key not in self.skipped]
+
+    def load(self, thread_id: str) -> ThreadState | None:
+        try:
+            return self.agent.get_thread(thread_id)
+        except ThreadNotFound:
+            return None
+
+    def next_item(self, prefer: str | None) -> Item | None:
+        if prefer is not None and (state := self.load(prefer)) is not None:
+            items = self.items_of(state)
+            if items:
+                return items[0]
+        # oldest request first
+        for rec in reversed(list(iter_threads(self.agent, "interrupted"))):
+            if self.only and rec.thread_id not in self.only:
+                continue
+            state = self.load(rec.thread_id)
+            if state is None:
+                continue
+            items = self.items_of(state)
+            if items:
+                return items[0]
+        return None
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> None:
+        expired = self.agent.expire_due()
+        if expired:
+            self.console.print(f"{len(expired)} thread(s) had requests past their deadline; "
+                               f"they were rejected as nobody decided in time.", style="dim")
+        prefer: str | None = None
+        shown = 0
+        while (item := self.next_item(prefer)) is not None:
+            shown += 1
+            prefer = item.thread_id
+            if self.handle(item) == "quit":
+                break
+        else:
+            if shown == 0:
+                scope = " in the selected threads" if self.only else ""
+                self.console.print(f"Nothing to review: no request is waiting for a "
+                                   f"decision{scope}.")
+            else:
+                self.console.print("No more pending requests.", style="bold green")
+        self.summary()
+
+    def summary(self) -> None:
+        if not self.tally:
+            return
+        parts = [f"{n} {kind}" for kind, n in self.tally.items()]
+        self.console.print("Session: " + ", ".join(parts) + ".")
+
+    def handle(self, item: Item) -> str:
+        self.show(item)
+        allowed = set(item.config.allowed_decisions) if item.config else {"respond"}
+        keys = [(k, label) for k, label, need in KEYS if need is None or need in allowed]
+        while True:
+            key = self.ask_key(keys)
+            if key == "q":
+                return "quit"
+            if key == "s":
+                self.skipped.add(item.key)
+                self.tally["skipped"] += 1
+                self.console.print("skipped", style="dim")
+                return "skip"
+            if key == "v":
+                self.console.print(Panel(message_lines(item.state.messages),
+                                         title="conversation", title_align="left"))
+                continue
+            outcome = self.decide(item, key)
+            if outcome in ("decided", "gone", "skip"):
+                return outcome
+            # back / invalid: ask again
+
+    def ask_key(self, keys: list[tuple[str, str]]) -> str:
+        menu = Text("  ").join(Text.assemble((f"[{k}]", "bold"), f" {label}")
+                               for k, label in keys)
+        valid = {k for k, _ in keys}
+        self.console.print(menu)
+        while True:
+            self.console.print("> ", end="")
+            try:
+                ch = click.getchar()
+            except (KeyboardInterrupt, EOFError):
+                self.console.print("quit")
+                return "q"
+            except Exception as exc:  # no terminal to read a key from (OSError, termios.error)
+                raise CliError(
+                    f"interlock review reads single keys from a terminal, but none is "
+                    f"available ({exc}); run it in an interactive terminal."
+                ) from exc
+            ch = ch.lower()
+            if ch in valid:
+                label = next(label for k, label in keys if k == ch)
+                self.console.print(label, style="bold")
+                return ch
+            self.console.print(f"press one of: {', '.join(k for k, _ in keys)}", style="dim")
+
+    def show(self, item: Item) -> None:
+        self.console.print()
+        if item.request is None or item.config is None:
+            self.console.print(Panel(
+                json_block(item.interrupt.value),
+                title=Text.assemble(("thread ", ""), (item.thread_id, "bold"),
+                                    (" · the run asks a question", "")),
+                title_align="left", border_style="yellow"))
+            return
+        call_id = item.request.tool_call_id
+        agent_text = next(
+            (m.content for m in item.state.messages if isinstance(m, AssistantMessage)
+             and any(c.id == call_id for c in m.tool_calls)), None)
+        self.console.print(request_panel(
+            item.request, item.config, thread_id=item.thread_id, preview=item.state.preview,
+            agent_text=agent_text or None, index=item.index, total=item.total,
+            now=self.agent.clock()))
+
+    # ------------------------------------------------------------------ decisions
+
+    def decide(self, item: Item, key: str) -> Outcome:
+        try:
+            if item.request is None:
+                return self.answer_question(item)
+            if key == "a":
+                return self.submit(item, {"type": "approve"}, "approved")
+            if key == "m":
+                return self.submit(item, {"type": "approve", "remember": "thread"},
+                                   "approved & remembered")
+            if key == "e":
+                return self.edit(item)
+            if key == "r":
+                reason = click.prompt("Reason (optional, given to the agent)", default="",
+                                      show_default=False).strip()
+                decision: dict[str, Any] = {"type": "reject"}
+                if reason:
+                    decision["message"] = reason
+                return self.submit(item, decision, "rejected")
+            if key == "p":
+                message = self.prompt_required("Answer (returned to the agent as the result)")
+                if message is None:
+                    return "back"
+                return self.submit(item, {"type": "respond", "message": message}, "responded")
+        except click.Abort:
+            self.console.print("(back)", style="dim")
+            return "back"
+        return "back"
+
+    def prompt_required(self, text: str) -> str | None:
+        answer = click.prompt(text, default="", show_default=False).strip()
+        if not answer:
+            self.console.print("an answer is required; nothing was decided", style="dim")
+            return None
+        return answer
+
+    def answer_question(self, item: Item) -> Outcome:
+        answer = self.prompt_required("Answer (JSON or text)")
+        if answer is None:
+            return "back"
+        try:
+            value: Any = json.loads(answer)
+        except ValueError:
+            value = answer
+        return self.apply(item, lambda: self.agent.resume(
+            item.thread_id, value=value, interrupt_id=item.interrupt.id,
+            reviewer=self.reviewer), "answered")
+
+    def submit(self, item: Item, decision: dict[str, Any], verb: str) -> Outcome:
+        assert item.request is not None
+        call_id = item.request.tool_call_id
+        return self.apply(item, lambda: self.agent.resume(
+            item.thread_id, {call_id: decision}, interrupt_id=item.interrupt.id,
+            reviewer=self.reviewer), verb)
+
+    def apply(self, item: Item, resume: Callable[[], RunResult], verb: str) -> Outcome:
+        self.last_error = ""
+        try:
+            with self.console.status("applying the decision and continuing the run…"):
+                result = resume()
+        except InvalidDecision as exc:
+            self.last_error = exc.problem
+            self.console.print(Text.assemble(("not accepted: ", "bold red"), (exc.problem, "")))
+            return "invalid"
+        except (InterruptConflict, StaleInterrupt, NoPendingInterrupt):
+            self.console.print("Someone else decided this request (or its deadline passed); "
+                               "moving on.", style="yellow")
+            return "gone"
+        except (NotAuthorized, ThreadBusy) as exc:
+            self.console.print(Text(str(exc), style="yellow"))
+            self.skipped.add(item.key)
+            return "skip"
+        except InterlockError as exc:
+            state = self.load(item.thread_id)
+            still = state is not None and any(
+                i.key == item.key for i in self.items_of(state))
+            if still:
+                self.console.print(Text.assemble(("not applied: ", "bold red"), (str(exc), "")))
+                self.skipped.add(item.key)
+                return "skip"
+            self.tally[verb] += 1
+            self.console.print(Text.assemble(
+                (f"{verb}; ", "bold"), ("but the run then stopped: ", "bold red"),
+                (str(exc), ""), (f"\n(thread {item.thread_id!r} is marked failed; it can be "
+                                 f"continued with agent.recover())", "dim")))
+            return "decided"
+        self.tally[verb] += 1
+        self.report(item, result, verb)
+        return "decided"
+
+    def report(self, item: Item, result: RunResult, verb: str) -> None:
+        what = item.request.name if item.request else "question"
+        self.console.print(Text.assemble(("✔ ", "green"), (verb, "bold green"),
+                                         (f" {what}", "")))
+        if result.status == "completed":
+            self.console.print(Text.assemble(
+                ("thread ", "dim"), (item.thread_id, "bold"), (" completed: ", "dim"),
+                (short(result.output or "", 400), "")))
+        elif not any(i.id == item.interrupt.id for i in result.interrupts):
+            self.console.print(Text.assemble(("thread ", "dim"), (item.thread_id, "bold"),
+                                             (" continued and waits for a new decision",
+                                              "dim")))
+
+    def edit(self, item: Item) -> Outcome:
+        assert item.request is not None
+        request = item.request
+        header = [h.format(name=request.name, call_id=request.tool_call_id) for h in EDIT_HELP]
+        body = json.dumps(request.args, indent=2, ensure_ascii=False)
+        error: str | None = None
+        while True:
+            lines = list(header)
+            if error:
+                lines += [f"// error: {line}" for line in error.splitlines()]
+            try:
+                edited = click.edit("\n".join([*lines, body]) + "\n", extension=".json",
+                                    require_save=False)
+            except click.ClickException as exc:
+                self.console.print(Text(f"could not open the editor: {exc.format_message()} "
+                                        f"(set $EDITOR)", style="red"))
+                return "back"
+            if edited is None:
+                return "back"
+            # keep line numbers: comment lines become blank lines
+            text = "\n".join("" if ln.lstrip().startswith("//") else ln
+                             for ln in edited.splitlines())
+            if not text.strip():
+                self.console.print("edit cancelled (empty file); nothing was decided",
+                                   style="dim")
+                return "back"
+            body = "\n".join(ln for ln in edited.splitlines()
+                             if not ln.lstrip().startswith("//")).strip("\n")
+            try:
+                args = json.loads(text)
+            except ValueError as exc:
+                pos = f" (line {exc.lineno}, column {exc.colno})" if isinstance(
+                    exc, json.JSONDecodeError) else ""
+                error = f"not valid JSON: {getattr(exc, 'msg', str(exc))}{pos}"
+                self.console.print(Text.assemble(("not valid JSON: ", "bold red"),
+                                                 (error.removeprefix("not valid JSON: "), ""),
+                                                 (" — reopening the editor", "dim")))
+                continue
+            if args == request.args:
+                self.console.print("the arguments are unchanged; nothing was decided",
+                                   style="dim")
+                return "back"
+            outcome = self.submit(item, {"type": "edit", "edited_action": {
+                "name": request.name, "args": args}}, "edited")
+            if outcome != "invalid":
+                return outcome
+            error = self.last_error
+            self.console.print("reopening the editor", style="dim")
+
+
+@click.command("review", short_help="Decide pending requests in the terminal, one key each.")
+@click.option("--thread", "only", metavar="THREAD", multiple=True,
+              help="Only review this thread (repeatable).")
+@reviewer_options
+@with_agent(purpose="interlock review")
+def review(agent: Agent, only: tuple[str, ...], reviewer: str | None,
+           roles: tuple[str, ...]) -> None:
+    """Walk through the pending requests in the terminal and decide each with one key.
+
+    For each gated tool call it shows the thread's request, what the agent said, the tool,
+    the description and the arguments, then offers the decisions the call allows:
+
+    \b
+      a  approve            m  approve and remember for this thread
+      e  edit the arguments in $EDITOR (JSON; checked against the tool's schema,
+         the editor reopens with the error if it does not fit)
+      r  reject, with an optional reason for the agent
+      p  respond: answer in place of the tool (for ask-the-user tools)
+      v  view the conversation      s  skip      q  quit
+
+    Decisions are recorded under --reviewer (default: your OS user name) and the run
+    continues here with the agent's tools and model, so --agent is required (--db alone can
+    list and show threads but not continue runs).
+
+    \b
+    Examples:
+      interlock review --agent interlock.demo:agent
+      interlock review --agent myapp.agents:agent --db postgresql://review@db/interlock
+    """
+    session = ReviewSession(agent, make_reviewer(reviewer, roles), out(), only)
+    for thread_id in only:
+        agent.get_thread(thread_id)  # ThreadNotFound for a typo
+    session.run()

@@ -1,0 +1,66 @@
+"""``interlock serve MODULE:agent``: the HTTP API and the web inbox."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+from pathlib import Path
+
+import click
+
+from ..errors import ConfigurationError, MissingDependency
+from ._common import DB_ENV, CliError, load_agent
+
+
+@click.command("serve")
+@click.argument("agent_spec", metavar="MODULE:AGENT")
+@click.option("--db", "db", metavar="URL", envvar=DB_ENV,
+              help="Thread store, replacing the agent's own: sqlite:///path.db or "
+              "postgresql://user@host/db (env: INTERLOCK_DB).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. Anything but loopback needs reviewer tokens.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--tokens", "tokens_file", metavar="FILE",
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="TOML or JSON file mapping bearer tokens to reviewers and roles (default: "
+              "env INTERLOCK_TOKENS / INTERLOCK_TOKENS_FILE; none = local mode).")
+@click.option("--poll-interval", default=0.5, show_default=True, type=click.FloatRange(min=0.05),
+              help="Seconds between store polls for the live inbox (changes from other "
+              "processes appear within this time).")
+@click.option("--expiry-interval", default=30.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds between checks of review deadlines; 0 disables the sweeper.")
+@click.option("--root-path", default="", metavar="PREFIX",
+              help="URL prefix when a reverse proxy serves the inbox under a path, e.g. "
+              "/interlock (the proxy strips it).")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Path | None,
+          poll_interval: float, expiry_interval: float, root_path: str, log_level: str) -> None:
+    """Serve the review API and the web inbox for MODULE:AGENT (an Agent, or a function
+    returning one), e.g. `interlock serve myapp.agents:agent --db sqlite:///interlock.db`.
+
+    Without tokens the server runs in local mode: it listens only on loopback and every
+    decision is recorded as reviewer `local`.
+    """
+    try:
+        from ..server.run import build_server
+    except MissingDependency as exc:
+        raise CliError(str(exc)) from exc
+    agent = load_agent(agent_spec)
+    try:
+        server = build_server(
+            agent, host=host, port=port, db_url=db, tokens=tokens_file,
+            poll_interval=poll_interval,
+            expiry_interval=timedelta(seconds=expiry_interval) if expiry_interval else None,
+            log_level=log_level, on_started=_announce, root_path=root_path,
+        )
+    except (ConfigurationError, MissingDependency) as exc:
+        raise CliError(str(exc), exit_code=2 if isinstance(exc, ConfigurationError) else 1) \
+            from exc
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C after a clean shutdown: a normal stop
+        server.run()
+
+
+def _announce(url: str) -> None:
+    click.echo(f"interlock: review inbox at {url}  (API: {url}api, OpenAPI: "
+               f"{url}api/openapi.json)", err=True)

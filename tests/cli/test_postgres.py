@@ -1,0 +1,90 @@
+"""The CLI against PostgreSQL: `--db postgresql://...` for reading, reviewing and auditing."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import interlock.demo
+from interlock import PostgresCheckpointer
+from interlock.cli import main
+from interlock.demo import build_agent, prepare, queue_runs
+
+from .helpers import sample_rows
+
+PG_DSN = os.environ.get("INTERLOCK_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+pytestmark = pytest.mark.postgres
+
+
+def _pg_or_skip() -> None:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        if IN_CI:
+            pytest.fail(f"Postgres tests must run in CI, but {PG_DSN} is unusable: {exc}")
+        pytest.skip(f"PostgreSQL not reachable at {PG_DSN} ({exc}); set INTERLOCK_TEST_PG_DSN")
+
+
+@pytest.fixture
+def pg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
+    _pg_or_skip()
+    import psycopg
+
+    monkeypatch.setattr(interlock.demo, "_agent", None)
+    schema = f"cli_{uuid.uuid4().hex[:10]}"
+    data = tmp_path / "demo"
+    prepare(data)
+    agent = build_agent(data, checkpointer=PostgresCheckpointer(PG_DSN, schema=schema))
+    try:
+        assert all(r.interrupted for r in queue_runs(agent))
+    finally:
+        agent.close()
+    try:
+        yield f"{PG_DSN}?options=-csearch_path%3D{schema}", data
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_cli_on_postgres(pg: tuple[str, Path]) -> None:
+    url, data = pg
+    runner = CliRunner()
+    result = runner.invoke(main, ["threads", "--db", url, "--status", "interrupted"])
+    assert result.exit_code == 0, result.output
+    assert "cleanup-cancelled-orders" in result.output and "weekly-report" in result.output
+
+    result = runner.invoke(
+        main, ["review", "--agent", "interlock.demo:agent", "--db", url, "--reviewer", "pat",
+               "--thread", "cleanup-cancelled-orders"],
+        input="a", env={"INTERLOCK_DEMO_DIR": str(data)})
+    assert result.exit_code == 0, result.output
+    assert "No more pending requests." in result.output
+    assert sample_rows(data, "SELECT COUNT(*) FROM orders WHERE status = 'cancelled' AND "
+                             "created_at < '2024-01-01'") == [(0,)]
+
+    result = runner.invoke(main, ["show", "cleanup-cancelled-orders", "--db", url])
+    assert result.exit_code == 0 and "completed" in result.output
+
+    result = runner.invoke(main, ["cancel", "weekly-report", "--db", url, "--reviewer", "pat"])
+    assert result.exit_code == 0, result.output
+
+    result = runner.invoke(main, ["audit", "--db", url, "--json"])
+    assert result.exit_code == 0
+    assert '"actor": "pat"' in result.stdout
+    result = runner.invoke(main, ["audit", "verify", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert "audit log intact" in result.output
+
+    result = runner.invoke(main, ["show", "nope", "--db", url])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: Thread 'nope' does not exist")
