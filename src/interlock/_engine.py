@@ -125,6 +125,16 @@ def expired_text(name: str, call_id: str) -> str:
 UNKNOWN_OUTCOME = "outcome unknown: the process stopped while this call ran"
 
 
+def unknown_reject_text(name: str, call_id: str, message: str | None) -> str:
+    """Result of a call whose outcome is unknown and that a reviewer chose not to retry."""
+    text = (
+        f"The tool call `{name}` (id {call_id}) was interrupted while it ran; its outcome is "
+        f"unknown (it may or may not have taken effect). A reviewer decided not to run it "
+        f"again. Do not retry it unless the user asks."
+    )
+    return text + (f" Reason: {message}" if message else "")
+
+
 def idempotency_key(thread_id: str, tool_call_id: str) -> str:
     return hashlib.sha256(f"{thread_id}\x00{tool_call_id}".encode()).hexdigest()[:32]
 
@@ -295,7 +305,7 @@ class Run:
             result = await self.recover_loaded()
             if result.interrupted:
                 raise ThreadInterrupted(self.thread_id, [i.id for i in self.t.pending])
-        await self.expire_due()
+        await self.expire_and_continue()
         if self.t.pending:
             raise ThreadInterrupted(self.thread_id, [i.id for i in self.t.pending])
         await self.commit(messages=new_messages, status="running", error=None,
@@ -308,7 +318,8 @@ class Run:
         needs = await self.load()
         if needs:
             return await self.recover_loaded()
-        await self.expire_due()
+        if (continued := await self.expire_and_continue()) is not None:
+            return continued
         if self.t.pending:
             return await self.finish_interrupted()
         if self.t.status == "failed":
@@ -353,11 +364,16 @@ class Run:
             await self.recover_loaded()
             still = [i for i in self.t.pending if i.id in before]
             if not still:
-                if spec.interrupt_id:
-                    raise StaleInterrupt(self.thread_id, spec.interrupt_id,
+                # recovery replaced the request this resume answers (e.g. it now also asks
+                # about a call whose outcome is unknown): the caller must look at it again
+                if spec.interrupt_id or (before and self.t.pending):
+                    raise StaleInterrupt(self.thread_id, spec.interrupt_id or next(iter(before)),
                                          [i.id for i in self.t.pending])
                 raise NoPendingInterrupt(self.thread_id)
-        await self.expire_due()
+        if await self.expire_and_continue() is not None:
+            # every pending call expired and the run went on: this answer came too late
+            raise StaleInterrupt(self.thread_id, spec.interrupt_id or next(iter(before), ""),
+                                 [i.id for i in self.t.pending])
         pending = self.t.pending
         if spec.has_command and pending:
             self._interpret_command(spec, pending)
@@ -519,14 +535,19 @@ class Run:
             "updated_at": now,
         }
         if isinstance(d, Approve):
-            return e.model_copy(update={**base, "state": CallState.APPROVED,
-                                        "exec_name": r.exec_name, "exec_args": r.exec_args})
+            # approving a retry of an edited call (outcome unknown) still runs it as edited
+            edited = (r.exec_name, r.exec_args) != (e.name, e.args)
+            return e.model_copy(update={
+                **base, "state": CallState.EDITED if edited else CallState.APPROVED,
+                "exec_name": r.exec_name, "exec_args": r.exec_args})
         if isinstance(d, Edit):
             return e.model_copy(update={**base, "state": CallState.EDITED,
                                         "exec_name": r.exec_name, "exec_args": r.exec_args})
         if isinstance(d, Reject):
+            unknown = (e.review or {}).get("reason") == "outcome_unknown"
+            text = unknown_reject_text if unknown else reject_text
             msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
-                              content=reject_text(e.name, e.tool_call_id, d.message),
+                              content=text(e.name, e.tool_call_id, d.message),
                               decision="reject")
             return e.model_copy(update={**base, "state": CallState.REJECTED, "result": msg})
         assert isinstance(d, Respond)
@@ -599,6 +620,15 @@ class Run:
             pending.append(review.model_copy(update={"value": req.to_json()}))
         await self.commit(journal=journal, audit=audit, pending=pending, hold_lease=False)
         return True
+
+    async def expire_and_continue(self) -> RunResult | None:
+        """Apply deadlines when the thread is touched. If that resolved every pending call,
+        the run continues first (the model gets the expiry results, the turn is closed in
+        order); returns that run's result, else None."""
+        if not await self.expire_due() or self.t.pending:
+            return None
+        await self.commit(status="running")
+        return await self.loop()
 
     # ------------------------------------------------------------------ the loop
 
@@ -731,9 +761,11 @@ class Run:
             return True
         await self.handle_unknown(message)
         for call in message.tool_calls:
-            e = self.s.journal[call.id]
-            if e.state in RUNNABLE_STATES:
+            e = self.s.journal.get(call.id)
+            if e is not None and e.state in RUNNABLE_STATES:
                 await self.execute(e)
+        if self.t.turn is None:  # the last call's result closed the turn (see execute)
+            return False
         entries = [self.s.journal[c.id] for c in message.tool_calls]
         if any(e.state not in FINAL_STATES for e in entries):
             return True
@@ -844,8 +876,16 @@ class Run:
                 "calls": [{"tool_call_id": a.tool_call_id, "name": a.name, "args": a.args,
                            "allowed_decisions": c.allowed_decisions} for a, c in reviews]}))
             pending = [i for i in pending if i.kind != "review"] + [new_intr]
+        # When nothing of the turn can run before someone answers, the pause is stored in
+        # this same commit (finish_interrupted then has nothing left to write).
+        turn_now = {**self.s.journal, **{e.tool_call_id: e for e in entries}}
+        pause = new_intr is not None and not any(
+            e.state in RUNNABLE_STATES or e.state == CallState.UNKNOWN
+            for e in turn_now.values()
+        )
+        extra: dict[str, Any] = {"status": "interrupted", "hold_lease": False} if pause else {}
         await self.commit(journal=entries, audit=audit, pending=pending,
-                          hooks={"done": True})
+                          hooks={"done": True}, **extra)
         if new_intr is not None:
             await self.emit(InterruptRaised(self.thread_id, public_interrupt(new_intr)))
 
@@ -969,8 +1009,15 @@ class Run:
         state = CallState.SUCCEEDED if msg.status == "success" else CallState.FAILED
         done = running.model_copy(update={"state": state, "result": msg, "paused_from": None,
                                           "updated_at": self.now()})
+        # When this was the last open call of the turn, the tool messages are appended and the
+        # turn is closed in the same commit as the result (advance_turn would do it next).
+        calls = self._turn_message().tool_calls
+        entries = [done if c.id == e.tool_call_id else self.s.journal[c.id] for c in calls]
+        close: dict[str, Any] = {}
+        if all(x.state in FINAL_STATES and x.result is not None for x in entries):
+            close = {"messages": [x.result for x in entries], "turn": None, "hooks": None}
         await self.commit(journal=[done], audit=[("tool_finished", SYSTEM, e.tool_call_id, {
-            "name": name, "status": msg.status, "result": msg.content[:2000]})])
+            "name": name, "status": msg.status, "result": msg.content[:2000]})], **close)
         await self.emit(ToolFinished(self.thread_id, msg))
 
 

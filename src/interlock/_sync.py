@@ -43,13 +43,21 @@ def _check_no_loop(name: str) -> None:
     )
 
 
+async def _into(coro: Coroutine[Any, Any, T], box: list[T]) -> None:
+    box.append(await coro)
+
+
 def run_blocking(coro: Coroutine[Any, Any, T], name: str) -> T:
     try:
         _check_no_loop(name)
     except InterlockError:
         coro.close()
         raise
-    return _runner().run(coro)
+    # The task's own result stays None: asyncio.Runner formats repr(task) (result included)
+    # when it restores the SIGINT handler, which for a RunResult means the whole transcript.
+    box: list[T] = []
+    _runner().run(_into(coro, box))
+    return box[0]
 
 
 def iterate_blocking(agen: AsyncIterator[T], name: str) -> Iterator[T]:

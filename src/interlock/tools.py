@@ -82,7 +82,7 @@ class Tool:
     def _build_model(self) -> type[BaseModel]:
         sig = inspect.signature(self.func)
         try:
-            hints = get_type_hints(self.func)
+            hints = get_type_hints(self.func, include_extras=True)
         except Exception as exc:  # unresolved forward reference
             raise ConfigurationError(
                 f"Cannot read the type hints of tool {self.name!r}: {exc}. Use importable types."

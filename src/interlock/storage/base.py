@@ -29,6 +29,9 @@ from ..messages import Message, ToolMessage
 SCHEMA_VERSION = 1
 """Version of the stored format. Readers refuse a database whose version is newer."""
 
+RESOLVED_KEPT = 20
+"""How many answered interrupt ids a thread row remembers (see ``ThreadRecord.resolved``)."""
+
 ThreadStatus = Literal["idle", "running", "interrupted", "completed", "failed"]
 
 
@@ -89,6 +92,10 @@ class ThreadRecord(BaseModel):
     hooks: dict[str, Any] | None = None
     """Progress of the ``after_model`` hooks of the open turn (index, answers, marks)."""
     pending: list[Interrupt] = Field(default_factory=list)
+    resolved: list[str] = Field(default_factory=list)
+    """Ids of the interrupts most recently answered by a resume (oldest first, the last
+    :data:`RESOLVED_KEPT`), so that a late resume of one of them is told it lost the race
+    (``InterruptConflict``) rather than that the id never existed (``StaleInterrupt``)."""
     remembered: list[RememberedApproval] = Field(default_factory=list)
     lease_owner: str | None = None
     lease_until: datetime | None = None

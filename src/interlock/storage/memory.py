@@ -25,8 +25,11 @@ class MemoryCheckpointer:
 
     def __init__(self) -> None:
         self._threads: dict[str, str] = {}
+        self._versions: dict[str, int] = {}
         self._messages: dict[str, list[str]] = {}
         self._journal: dict[str, dict[str, str]] = {}
+        self._journal_turn: dict[str, dict[str, int]] = {}
+        """thread id -> tool call id -> turn (the index a database would use)."""
         self._audit: list[str] = []
         self._lock = asyncio.Lock()
 
@@ -43,9 +46,10 @@ class MemoryCheckpointer:
         ]
         journal: dict[str, JournalEntry] = {}
         if thread.turn is not None:
-            for data in self._journal.get(thread_id, {}).values():
-                entry = JournalEntry.model_validate_json(data)
-                if entry.turn == thread.turn:
+            turns = self._journal_turn.get(thread_id, {})
+            for call_id, data in self._journal.get(thread_id, {}).items():
+                if turns.get(call_id) == thread.turn:
+                    entry = JournalEntry.model_validate_json(data)
                     journal[entry.tool_call_id] = entry
         return ThreadSnapshot(thread=thread, messages=messages, journal=journal)
 
@@ -56,18 +60,17 @@ class MemoryCheckpointer:
             if expected_version is None:
                 if current is not None:
                     raise VersionConflict(tid, None)
-            else:
-                if current is None:
-                    raise VersionConflict(tid, expected_version)
-                stored = ThreadRecord.model_validate_json(current)
-                if stored.version != expected_version:
-                    raise VersionConflict(tid, expected_version)
+            elif current is None or self._versions[tid] != expected_version:
+                raise VersionConflict(tid, expected_version)
             self._threads[tid] = change.thread.model_dump_json()
+            self._versions[tid] = change.thread.version
             msgs = self._messages.setdefault(tid, [])
             msgs.extend(MESSAGE_ADAPTER.dump_json(m).decode() for m in change.messages)
             jr = self._journal.setdefault(tid, {})
+            jt = self._journal_turn.setdefault(tid, {})
             for entry in change.journal:
                 jr[entry.tool_call_id] = entry.model_dump_json()
+                jt[entry.tool_call_id] = entry.turn
             for rec in change.audit:
                 rec = rec.model_copy(update={"id": len(self._audit) + 1})
                 self._audit.append(rec.model_dump_json())

@@ -25,6 +25,9 @@ from .base import (
 T = TypeVar("T")
 
 # Ordered migrations; index + 1 is the schema version they produce.
+# Messages and journal rows are often larger than 1 KB: they live in ordinary rowid tables,
+# where such rows fit in a page (a WITHOUT ROWID table spills each of them to an overflow
+# page, which doubled the file). Files created with the earlier layout work unchanged.
 MIGRATIONS: list[str] = [
     """
     CREATE TABLE IF NOT EXISTS interlock_threads (
@@ -42,7 +45,7 @@ MIGRATIONS: list[str] = [
         seq       INTEGER NOT NULL,
         data      TEXT NOT NULL,
         PRIMARY KEY (thread_id, seq)
-    ) WITHOUT ROWID;
+    );
     CREATE TABLE IF NOT EXISTS interlock_journal (
         thread_id    TEXT NOT NULL,
         tool_call_id TEXT NOT NULL,
@@ -51,7 +54,7 @@ MIGRATIONS: list[str] = [
         state        TEXT NOT NULL,
         data         TEXT NOT NULL,
         PRIMARY KEY (thread_id, tool_call_id)
-    ) WITHOUT ROWID;
+    );
     CREATE INDEX IF NOT EXISTS interlock_journal_turn ON interlock_journal (thread_id, turn);
     CREATE TABLE IF NOT EXISTS interlock_audit (
         id        INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,0 +1,460 @@
+"""PostgreSQL checkpointer: the production backend, shared by any number of processes.
+
+psycopg 3 with a (sync) connection pool. Every operation runs in a worker thread of this
+checkpointer (``loop.run_in_executor``), so it works from any event loop, including the
+per-thread loops of the sync API. All tables live in one schema (``public`` unless given),
+created and migrated on first use; the schema version is recorded in ``interlock_meta``.
+
+Data columns are ``TEXT`` holding the records' JSON: exactly what the other backends store,
+and safe for any text a model or tool produces (``jsonb`` refuses ``\\u0000``). Cast to
+``jsonb`` in ad-hoc queries when needed (``data::jsonb -> 'status'``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import ConfigurationError, MissingDependency, StorageError
+from ..messages import MESSAGE_ADAPTER, Message
+from .base import (
+    SCHEMA_VERSION,
+    AuditRecord,
+    Commit,
+    JournalEntry,
+    ThreadRecord,
+    ThreadSnapshot,
+    VersionConflict,
+)
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg.sql import Composed
+    from psycopg_pool import ConnectionPool
+
+T = TypeVar("T")
+
+TABLES = ("interlock_meta", "interlock_threads", "interlock_messages", "interlock_journal",
+          "interlock_audit")
+
+# Ordered migrations; index + 1 is the schema version they produce. ``{s}`` is the schema.
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE {s}.interlock_threads (
+            thread_id  TEXT PRIMARY KEY,
+            status     TEXT NOT NULL,
+            version    BIGINT NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL,
+            data       TEXT NOT NULL
+        )""",
+        "CREATE INDEX interlock_threads_status ON {s}.interlock_threads "
+        "(status, updated_at DESC, thread_id DESC)",
+        "CREATE INDEX interlock_threads_updated ON {s}.interlock_threads "
+        "(updated_at DESC, thread_id DESC)",
+        """CREATE TABLE {s}.interlock_messages (
+            thread_id TEXT NOT NULL,
+            seq       INTEGER NOT NULL,
+            data      TEXT NOT NULL,
+            PRIMARY KEY (thread_id, seq)
+        )""",
+        """CREATE TABLE {s}.interlock_journal (
+            thread_id    TEXT NOT NULL,
+            tool_call_id TEXT NOT NULL,
+            turn         INTEGER NOT NULL,
+            position     INTEGER NOT NULL,
+            state        TEXT NOT NULL,
+            data         TEXT NOT NULL,
+            PRIMARY KEY (thread_id, tool_call_id)
+        )""",
+        "CREATE INDEX interlock_journal_turn ON {s}.interlock_journal (thread_id, turn)",
+        """CREATE TABLE {s}.interlock_audit (
+            id        BIGSERIAL PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            seq       INTEGER NOT NULL,
+            data      TEXT NOT NULL,
+            UNIQUE (thread_id, seq)
+        )""",
+        "CREATE INDEX interlock_audit_thread ON {s}.interlock_audit (thread_id, id)",
+    ],
+]
+
+
+def _redacted(dsn: str) -> str:
+    """``user@host:port/dbname`` of a DSN, without the password (for messages and repr)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(dsn)
+    except Exception:
+        return "<unparsable DSN>"
+    user = f"{info['user']}@" if info.get("user") else ""
+    port = f":{info['port']}" if info.get("port") else ""
+    return f"{user}{info.get('host') or 'localhost'}{port}/{info.get('dbname') or ''}"
+
+
+class PostgresCheckpointer:
+    """Durable threads in PostgreSQL, for production and for several processes.
+
+    ``dsn``: a libpq connection string or URL (``postgresql://user:pw@host:5432/db``).
+    ``schema``: where the ``interlock_*`` tables live; created if missing (the role needs
+    ``CREATE`` on the database for that, or create the schema beforehand).
+    ``min_size`` / ``max_size``: connections kept open / at most (one per concurrent storage
+    operation of this process). ``timeout``: seconds to wait for a free connection.
+    ``connect_timeout``: seconds to wait for the server when opening a connection.
+
+    Every thread change is one transaction guarded by the thread's version (compare-and-set),
+    so any number of processes on any number of machines may share the database.
+    """
+
+    durable = True
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "public",
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        try:
+            import psycopg  # noqa: F401
+            import psycopg_pool  # noqa: F401
+        except ImportError as exc:
+            raise MissingDependency("PostgresCheckpointer", "postgres", "psycopg") from exc
+        if not schema or len(schema) > 63:
+            raise ConfigurationError(
+                f"Postgres schema name {schema!r} must be 1 to 63 characters."
+            )
+        if min_size < 0 or max_size < max(1, min_size):
+            raise ConfigurationError(
+                f"PostgresCheckpointer(min_size={min_size}, max_size={max_size}): need "
+                f"0 <= min_size <= max_size and max_size >= 1."
+            )
+        self.dsn = dsn
+        self.schema = schema
+        self.min_size = min_size
+        self.max_size = max_size
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._where = _redacted(dsn)
+        self._executor = ThreadPoolExecutor(max_workers=max_size,
+                                            thread_name_prefix="interlock-postgres")
+        self._pool: ConnectionPool[Any] | None = None
+        self._open_lock = threading.Lock()
+        self._closed = False
+        self._sql = _Statements(schema)
+
+    def __repr__(self) -> str:
+        return f"PostgresCheckpointer({self._where!r}, schema={self.schema!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _open(self) -> ConnectionPool[Any]:
+        with self._open_lock:
+            if self._pool is not None:
+                return self._pool
+            if self._closed:
+                raise StorageError(f"{self!r} is closed; create a new checkpointer.")
+            from psycopg_pool import ConnectionPool
+
+            # one direct connection first: a wrong DSN fails at once with the server's own
+            # reason, and the schema is ready before the pool hands out connections
+            self._prepare()
+            pool: ConnectionPool[Any] = ConnectionPool(
+                self.dsn, min_size=self.min_size, max_size=self.max_size, open=False,
+                timeout=self.timeout, name=f"interlock-{self.schema}",
+                kwargs={"autocommit": True, "connect_timeout": self._connect_seconds()},
+                check=ConnectionPool.check_connection,
+            )
+            pool.open(wait=False)
+            self._pool = pool
+            return pool
+
+    def _connect_seconds(self) -> int:
+        return max(1, round(self.connect_timeout))
+
+    def _prepare(self) -> None:
+        import psycopg
+
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True,
+                                   connect_timeout=self._connect_seconds())
+        except psycopg.OperationalError as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StorageError(
+                f"Cannot connect to Postgres at {self._where}: {reason}. Check that the server "
+                f"runs and that the DSN (host, port, user, password, database) is right."
+            ) from exc
+        try:
+            with conn:
+                self._migrate(conn)
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"Cannot prepare the interlock tables in schema {self.schema!r} at "
+                f"{self._where}: {exc}. The role needs CREATE on the database to create a "
+                f"missing schema (or create the schema beforehand) and CREATE on the schema "
+                f"for the tables."
+            ) from exc
+
+    @contextmanager
+    def _conn(self, what: str) -> Iterator[Connection[Any]]:
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        pool = self._open()
+        try:
+            with pool.connection() as conn:
+                yield conn
+        except PoolTimeout:
+            raise StorageError(
+                f"No free Postgres connection within {self.timeout:g}s while {what} "
+                f"(max_size={self.max_size}). Raise PostgresCheckpointer(max_size=...) or the "
+                f"timeout, or lower the number of concurrent runs."
+            ) from None
+        except psycopg.OperationalError as exc:
+            raise StorageError(
+                f"Postgres at {self._where} failed while {what}: {exc}. Check the server and "
+                f"the network; a write that broke during COMMIT may or may not be stored "
+                f"(reload the thread: recovery handles either case)."
+            ) from exc
+
+    def _migrate(self, conn: Connection[Any]) -> None:
+        """Create the schema and tables if missing and apply pending migrations."""
+        q = self._sql
+        if self._stored_version(conn) == SCHEMA_VERSION:
+            return
+        with conn.transaction():
+            # one process migrates; the others wait here and then find the work done
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
+                         [f"interlock-migrate:{self.schema}"])
+            exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
+                                  [self.schema]).fetchone()
+            if exists is None:
+                conn.execute(q.create_schema)
+            conn.execute(q.create_meta)
+            current = self._stored_version(conn)
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for stmt in MIGRATIONS[version - 1]:
+                    conn.execute(q.fmt(stmt))
+                conn.execute(q.set_version, [str(version)])
+
+    def _stored_version(self, conn: Connection[Any]) -> int:
+        """The recorded schema version (0 if none); raises if it is newer than this code."""
+        table = conn.execute("SELECT 1 FROM pg_tables WHERE schemaname = %s "
+                             "AND tablename = 'interlock_meta'", [self.schema]).fetchone()
+        if table is None:
+            return 0
+        row = conn.execute(self._sql.get_version).fetchone()
+        current = int(row[0]) if row else 0
+        if current > SCHEMA_VERSION:
+            raise StorageError(
+                f"The Postgres database {self._where} (schema {self.schema!r}) has interlock "
+                f"schema version {current}, but this interlock only knows versions up to "
+                f"{SCHEMA_VERSION}. Upgrade interlock (pip install -U 'interlock[postgres]') "
+                f"in every process that uses this database."
+            )
+        return current
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn)
+
+    def schema_version(self) -> int:
+        """The schema version recorded in the database."""
+        with self._conn("reading the schema version") as conn:
+            return self._stored_version(conn)
+
+    # -- protocol ---------------------------------------------------------------------------
+
+    async def load(self, thread_id: str) -> ThreadSnapshot | None:
+        q = self._sql
+
+        def read() -> ThreadSnapshot | None:
+            with self._conn(f"loading thread {thread_id!r}") as conn, conn.transaction():
+                # one snapshot for the row, the messages and the journal
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                row = conn.execute(q.load_thread, [thread_id]).fetchone()
+                if row is None:
+                    return None
+                thread = ThreadRecord.model_validate_json(row[0])
+                messages: list[Message] = [
+                    MESSAGE_ADAPTER.validate_json(r[0])
+                    for r in conn.execute(q.load_messages, [thread_id])
+                ]
+                journal: dict[str, JournalEntry] = {}
+                if thread.turn is not None:
+                    for r in conn.execute(q.load_turn, [thread_id, thread.turn]):
+                        e = JournalEntry.model_validate_json(r[0])
+                        journal[e.tool_call_id] = e
+                return ThreadSnapshot(thread=thread, messages=messages, journal=journal)
+
+        return await self._run(read)
+
+    async def commit(self, change: Commit, *, expected_version: int | None) -> None:
+        q = self._sql
+        t = change.thread
+        first_seq = t.message_count - len(change.messages)
+        data = t.model_dump_json()
+        messages = [(t.thread_id, first_seq + i, MESSAGE_ADAPTER.dump_json(m).decode())
+                    for i, m in enumerate(change.messages)]
+        journal = [(t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
+                    e.model_dump_json()) for e in change.journal]
+        audit = [(a.thread_id, a.seq, a.model_dump_json()) for a in change.audit]
+
+        def write() -> None:
+            with self._conn(f"storing a change of thread {t.thread_id!r}") as conn, \
+                    conn.transaction():
+                if expected_version is None:
+                    cur = conn.execute(q.insert_thread,
+                                       [t.thread_id, t.status, t.version, t.updated_at, data])
+                else:
+                    cur = conn.execute(q.update_thread, [t.status, t.version, t.updated_at, data,
+                                                         t.thread_id, expected_version])
+                if cur.rowcount != 1:
+                    raise VersionConflict(t.thread_id, expected_version)
+                with conn.cursor() as c:
+                    if messages:
+                        c.executemany(q.insert_message, messages)
+                    if journal:
+                        c.executemany(q.upsert_journal, journal)
+                    if audit:
+                        # audit ids must follow commit order, or a reader paging with
+                        # after_id could skip a row committed late with a smaller id
+                        c.execute(q.audit_lock, [f"interlock-audit:{self.schema}"])
+                        c.executemany(q.insert_audit, audit)
+
+        await self._run(write)
+
+    async def list_threads(
+        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
+    ) -> list[ThreadRecord]:
+        query = self._sql.list_threads(status is not None, before is not None)
+        params: list[Any] = [p for p in (status, before) if p is not None] + [limit]
+
+        def read() -> list[ThreadRecord]:
+            with self._conn("listing threads") as conn:
+                return [ThreadRecord.model_validate_json(r[0])
+                        for r in conn.execute(query, params)]
+
+        return await self._run(read)
+
+    async def journal(self, thread_id: str) -> list[JournalEntry]:
+        def read() -> list[JournalEntry]:
+            with self._conn(f"reading the journal of thread {thread_id!r}") as conn:
+                return [JournalEntry.model_validate_json(r[0])
+                        for r in conn.execute(self._sql.load_journal, [thread_id])]
+
+        return await self._run(read)
+
+    async def audit(
+        self, *, thread_id: str | None = None, after_id: int = 0, limit: int = 1000
+    ) -> list[AuditRecord]:
+        q = self._sql
+
+        def read() -> list[AuditRecord]:
+            with self._conn("reading the audit log") as conn:
+                if thread_id is None:
+                    rows = conn.execute(q.audit_all, [after_id, limit]).fetchall()
+                else:
+                    rows = conn.execute(q.audit_thread, [thread_id, after_id, limit]).fetchall()
+            return [AuditRecord.model_validate_json(d).model_copy(update={"id": i})
+                    for i, d in rows]
+
+        return await self._run(read)
+
+    def stored_bytes(self) -> int:
+        """Bytes on disk of the interlock tables of this schema, indexes and TOAST included
+        (``pg_total_relation_size``). Dead row versions count until VACUUM reclaims them."""
+        with self._conn("measuring storage") as conn:
+            row = conn.execute(
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind = 'r' AND c.relname = ANY(%s)",
+                [self.schema, list(TABLES)],
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    async def close(self) -> None:
+        """Close the pool. Closing twice is harmless; using a closed checkpointer fails."""
+        if self._closed:
+            return
+
+        def shut() -> None:
+            with self._open_lock:
+                self._closed = True
+                pool, self._pool = self._pool, None
+            if pool is not None:
+                pool.close()
+
+        await self._run(shut)
+        self._executor.shutdown(wait=False)
+
+
+class _Statements:
+    """The SQL of one schema, composed once with the schema name safely quoted."""
+
+    def __init__(self, schema: str) -> None:
+        from psycopg import sql
+
+        self._schema = sql.Identifier(schema)
+        self.create_schema = sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(self._schema)
+        f = self.fmt
+        self.create_meta = f("CREATE TABLE IF NOT EXISTS {s}.interlock_meta "
+                             "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.get_version = f("SELECT value FROM {s}.interlock_meta WHERE key = 'schema_version'")
+        self.set_version = f("INSERT INTO {s}.interlock_meta (key, value) "
+                             "VALUES ('schema_version', %s) "
+                             "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value")
+        self.load_thread = f("SELECT data FROM {s}.interlock_threads WHERE thread_id = %s")
+        self.load_messages = f("SELECT data FROM {s}.interlock_messages WHERE thread_id = %s "
+                               "ORDER BY seq")
+        self.load_turn = f("SELECT data FROM {s}.interlock_journal "
+                           "WHERE thread_id = %s AND turn = %s ORDER BY position")
+        self.load_journal = f("SELECT data FROM {s}.interlock_journal WHERE thread_id = %s "
+                              "ORDER BY turn, position")
+        self.insert_thread = f("INSERT INTO {s}.interlock_threads "
+                               "(thread_id, status, version, updated_at, data) "
+                               "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING")
+        self.update_thread = f("UPDATE {s}.interlock_threads "
+                               "SET status = %s, version = %s, updated_at = %s, data = %s "
+                               "WHERE thread_id = %s AND version = %s")
+        self.insert_message = f("INSERT INTO {s}.interlock_messages (thread_id, seq, data) "
+                                "VALUES (%s, %s, %s)")
+        self.upsert_journal = f("INSERT INTO {s}.interlock_journal "
+                                "(thread_id, tool_call_id, turn, position, state, data) "
+                                "VALUES (%s, %s, %s, %s, %s, %s) "
+                                "ON CONFLICT (thread_id, tool_call_id) DO UPDATE SET "
+                                "turn = EXCLUDED.turn, position = EXCLUDED.position, "
+                                "state = EXCLUDED.state, data = EXCLUDED.data")
+        self.audit_lock = sql.SQL("SELECT pg_advisory_xact_lock(hashtext(%s))")
+        self.insert_audit = f("INSERT INTO {s}.interlock_audit (thread_id, seq, data) "
+                              "VALUES (%s, %s, %s)")
+        self.audit_all = f("SELECT id, data FROM {s}.interlock_audit WHERE id > %s "
+                           "ORDER BY id LIMIT %s")
+        self.audit_thread = f("SELECT id, data FROM {s}.interlock_audit "
+                              "WHERE thread_id = %s AND id > %s ORDER BY id LIMIT %s")
+        self._lists: dict[tuple[bool, bool], Composed] = {}
+
+    def fmt(self, text: str) -> Composed:
+        from psycopg import sql
+
+        return sql.SQL(text).format(s=self._schema)
+
+    def list_threads(self, by_status: bool, by_before: bool) -> Composed:
+        key = (by_status, by_before)
+        if key not in self._lists:
+            where = [w for w, on in (("status = %s", by_status), ("updated_at < %s", by_before))
+                     if on]
+            clause = (" WHERE " + " AND ".join(where)) if where else ""
+            self._lists[key] = self.fmt(
+                "SELECT data FROM {s}.interlock_threads" + clause
+                + " ORDER BY updated_at DESC, thread_id DESC LIMIT %s"
+            )
+        return self._lists[key]

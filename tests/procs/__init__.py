@@ -1,0 +1,1 @@
+"""Helper programs run as separate processes by the crash, race and concurrency tests."""

@@ -1,0 +1,70 @@
+"""Parent side of the multi-process tests: start helper programs and talk to them by lines
+on stdin / stdout, with a deadline on every read (a hung child fails the test instead of
+hanging it)."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROCS = Path(__file__).parent
+
+
+class LineProcess:
+    """A child running ``tests/procs/<script>`` that reads commands and answers by lines."""
+
+    def __init__(self, script: str, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(PROCS / script), *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, bufsize=1, cwd=PROCS, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._sel = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def recv(self, timeout: float) -> str:
+        """The next line from the child; fails with the child's stderr if none comes in time."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._sel.select(left):
+                raise AssertionError(f"no answer within {timeout}s from {self.describe()}")
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"{self.describe()} exited: {self.stderr()}")
+            return line.rstrip("\n")
+
+    def describe(self) -> str:
+        return f"child {self.proc.pid} ({' '.join(self.proc.args[1:3])})"  # type: ignore[index]
+
+    def stderr(self) -> str:
+        if self.proc.poll() is None:
+            return "(still running)"
+        assert self.proc.stderr is not None
+        return self.proc.stderr.read()[-4000:]
+
+    def close(self, timeout: float = 30) -> int:
+        """Ask the child to quit; kill it if it does not."""
+        if self.proc.poll() is None:
+            try:
+                self.send("quit")
+                self.proc.wait(timeout)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+        self._sel.close()
+        return self.proc.returncode

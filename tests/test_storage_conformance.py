@@ -1,0 +1,557 @@
+"""One conformance suite for every checkpointer (SPEC §5.4): memory, SQLite and Postgres.
+
+Each test talks to the storage Protocol directly (records built by hand), so a backend that
+passes behaves the same as the others under the engine: compare-and-set commits that are
+atomic, append-only messages, a journal upserted per call, ordered and pageable listings,
+an audit log in insertion order, schema versions, and data that survives a reopen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+import threading
+from collections.abc import Coroutine, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+from interlock import (
+    Agent,
+    AssistantMessage,
+    AuditRecord,
+    Checkpointer,
+    HumanInTheLoop,
+    Interrupt,
+    MissingDependency,
+    ScriptedModel,
+    StorageError,
+    SystemMessage,
+    ThreadRecord,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    tool,
+)
+from interlock.audit import GENESIS, make_record
+from interlock.messages import Message
+from interlock.storage import from_url
+from interlock.storage.base import (
+    SCHEMA_VERSION,
+    CallState,
+    Commit,
+    JournalEntry,
+    RememberedApproval,
+    ThreadStatus,
+    VersionConflict,
+)
+
+if TYPE_CHECKING:
+    from conftest import StoreFactory
+
+T = TypeVar("T")
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def thread(tid: str, version: int, *, status: ThreadStatus = "idle", messages: int = 0,
+           turn: int | None = None, at: datetime = T0, **extra: Any) -> ThreadRecord:
+    return ThreadRecord(thread_id=tid, status=status, version=version, created_at=T0,
+                        updated_at=at, message_count=messages, turn=turn, **extra)
+
+
+def entry(call_id: str, turn: int, position: int, state: CallState = CallState.PROPOSED,
+          **extra: Any) -> JournalEntry:
+    return JournalEntry(tool_call_id=call_id, turn=turn, position=position, name="write_file",
+                        args={"path": f"/tmp/{call_id}"}, state=state, updated_at=T0, **extra)
+
+
+def audit_rows(tid: str, first_seq: int, kinds: list[str]) -> list[AuditRecord]:
+    rows: list[AuditRecord] = []
+    prev = GENESIS
+    for i, kind in enumerate(kinds):
+        rec = make_record(thread_id=tid, seq=first_seq + i, prev_hash=prev, ts=T0, kind=kind,
+                          actor="tester", data={"i": i})
+        prev = rec.hash
+        rows.append(rec)
+    return rows
+
+
+async def create(store: Checkpointer, tid: str, messages: list[Message] | None = None,
+                 **kw: Any) -> ThreadRecord:
+    msgs = messages or []
+    rec = thread(tid, 1, messages=len(msgs), **kw)
+    await store.commit(Commit(thread=rec, messages=msgs), expected_version=None)
+    return rec
+
+
+async def append(store: Checkpointer, rec: ThreadRecord, messages: Sequence[Message] = (),
+                 journal: Sequence[JournalEntry] = (), audit: Sequence[AuditRecord] = (),
+                 **updates: Any) -> ThreadRecord:
+    new = rec.model_copy(update={"version": rec.version + 1,
+                                 "message_count": rec.message_count + len(messages),
+                                 "audit_seq": rec.audit_seq + len(audit), **updates})
+    await store.commit(Commit(thread=new, messages=list(messages), journal=list(journal),
+                              audit=list(audit)), expected_version=rec.version)
+    return new
+
+
+CONVERSATION: list[Message] = [
+    SystemMessage(content="be careful"),
+    UserMessage(content="Schreib die Datei — 写文件 \U0001f600 and a NUL \x00 byte"),
+    AssistantMessage(content="", tool_calls=[
+        ToolCall(id="c1", name="write_file", args={"path": "/a", "n": [1, 2.5, None, True]}),
+        ToolCall(id="c2", name="bad", args={}, args_error="not JSON: {"),
+    ]),
+    ToolMessage(tool_call_id="c1", name="write_file", content="ok", decision="edit"),
+    ToolMessage(tool_call_id="c2", name="bad", content="no", status="error"),
+]
+
+
+# ---------------------------------------------------------------------------- threads
+
+
+def test_load_of_unknown_thread_is_none(stores: StoreFactory) -> None:
+    store = stores()
+    assert run(store.load("nobody")) is None
+    assert run(store.journal("nobody")) == []
+    assert run(store.audit(thread_id="nobody")) == []
+
+
+def test_create_then_load_round_trips_every_field(stores: StoreFactory) -> None:
+    store = stores()
+    pending = Interrupt(id="i1", kind="review", value={"action_requests": [], "x": "ü"},
+                        created_at=T0, tool_call_id=None)
+    rule = RememberedApproval(tool_name="write_file", created_at=T0, created_by="ann",
+                              tool_call_id="c0")
+    rec = thread("t1", 1, status="interrupted", messages=len(CONVERSATION), turn=2,
+                 pending=[pending], resolved=["i0"], remembered=[rule],
+                 lease_owner="host|1|abc", lease_until=T0 + timedelta(minutes=5),
+                 hooks={"done": True}, metadata={"k": [1, "v"]}, preview="Schreib",
+                 error=None)
+    jr = [entry("c1", 2, 0, CallState.PENDING_REVIEW), entry("c2", 2, 1, CallState.FAILED)]
+    run(store.commit(Commit(thread=rec, messages=list(CONVERSATION), journal=jr,
+                            audit=audit_rows("t1", 1, ["request_raised"])),
+                     expected_version=None))
+    snap = run(store.load("t1"))
+    assert snap is not None
+    assert snap.thread == rec
+    assert snap.messages == CONVERSATION
+    assert snap.journal == {e.tool_call_id: e for e in jr}
+
+
+def test_second_create_of_a_thread_conflicts_and_keeps_the_first(stores: StoreFactory) -> None:
+    store = stores()
+    run(create(store, "t1", [UserMessage(content="first")], preview="first"))
+    with pytest.raises(VersionConflict) as err:
+        run(create(store, "t1", [UserMessage(content="second")], preview="second"))
+    assert err.value.thread_id == "t1" and err.value.expected is None
+    snap = run(store.load("t1"))
+    assert snap is not None
+    assert snap.thread.preview == "first"
+    assert snap.messages == [UserMessage(content="first")]
+
+
+def test_commit_with_wrong_version_stores_nothing(stores: StoreFactory) -> None:
+    store = stores()
+    rec = run(create(store, "t1", [UserMessage(content="hi")]))
+    rec2 = run(append(store, rec, [AssistantMessage(content="a")], [entry("c1", 1, 0)],
+                      audit_rows("t1", 1, ["one"])))
+    stale = rec.model_copy(update={"status": "failed"})
+    for expected in (rec.version, rec2.version + 5):
+        change = Commit(
+            thread=stale.model_copy(update={"version": expected + 1,
+                                            "message_count": rec2.message_count + 1}),
+            messages=[UserMessage(content="lost")],
+            journal=[entry("c1", 1, 0, CallState.SUCCEEDED), entry("c9", 1, 1)],
+            audit=audit_rows("t1", 2, ["lost"]),
+        )
+        with pytest.raises(VersionConflict):
+            run(store.commit(change, expected_version=expected))
+    # atomic: neither the row nor the messages, journal or audit of the refused change
+    snap = run(store.load("t1"))
+    assert snap is not None
+    assert snap.thread == rec2
+    assert [m.content for m in snap.messages] == ["hi", "a"]
+    assert [(e.tool_call_id, e.state) for e in run(store.journal("t1"))] == [
+        ("c1", CallState.PROPOSED)]
+    assert [a.kind for a in run(store.audit(thread_id="t1"))] == ["one"]
+
+
+def test_commit_to_a_missing_thread_conflicts(stores: StoreFactory) -> None:
+    store = stores()
+    with pytest.raises(VersionConflict):
+        run(store.commit(Commit(thread=thread("ghost", 4), messages=[]), expected_version=3))
+    assert run(store.load("ghost")) is None
+
+
+def test_concurrent_commits_from_one_version_only_one_wins(stores: StoreFactory) -> None:
+    """Writers (separate checkpointer instances, so separate connections, where the backend
+    has them) race from the same version; exactly one change is stored."""
+    writers = [stores() for _ in range(4)]
+    rec = run(create(writers[0], "t1", [UserMessage(content="hi")]))
+
+    async def write(store: Checkpointer, text: str) -> str:
+        new = rec.model_copy(update={"version": 2, "message_count": 2, "preview": text})
+        try:
+            await store.commit(Commit(thread=new, messages=[AssistantMessage(content=text)]),
+                               expected_version=1)
+            return text
+        except VersionConflict:
+            return "conflict"
+
+    async def race() -> list[str]:
+        return list(await asyncio.gather(*(write(s, f"w{i}") for i, s in enumerate(writers))))
+
+    outcomes = run(race())
+    assert sorted(outcomes)[:3] == ["conflict"] * 3, outcomes
+    winner = next(o for o in outcomes if o != "conflict")
+    snap = run(writers[0].load("t1"))
+    assert snap is not None
+    assert snap.thread.preview == winner
+    assert [m.content for m in snap.messages] == ["hi", winner]
+
+
+# ---------------------------------------------------------------------------- messages
+
+
+def test_messages_are_appended_in_order_across_commits(stores: StoreFactory) -> None:
+    store = stores()
+    rec = run(create(store, "t1", [CONVERSATION[0]]))
+    for i in range(1, len(CONVERSATION)):
+        rec = run(append(store, rec, [CONVERSATION[i]]))
+    rec = run(append(store, rec, [UserMessage(content=f"m{i}") for i in range(30)]))
+    snap = run(store.load("t1"))
+    assert snap is not None
+    assert snap.messages == [*CONVERSATION, *(UserMessage(content=f"m{i}") for i in range(30))]
+    assert snap.thread.message_count == len(snap.messages)
+
+
+def test_threads_do_not_see_each_others_rows(stores: StoreFactory) -> None:
+    store = stores()
+    a = run(create(store, "a", [UserMessage(content="for a")]))
+    b = run(create(store, "b", [UserMessage(content="for b")]))
+    run(append(store, a, [AssistantMessage(content="a1")], [entry("c1", 1, 0)],
+               audit_rows("a", 1, ["a"]), turn=1))
+    run(append(store, b, [AssistantMessage(content="b1")], [entry("c1", 1, 0, CallState.FAILED)],
+               audit_rows("b", 1, ["b"]), turn=1))
+    sa, sb = run(store.load("a")), run(store.load("b"))
+    assert sa is not None and sb is not None
+    assert [m.content for m in sa.messages] == ["for a", "a1"]
+    assert sa.journal["c1"].state == CallState.PROPOSED
+    assert sb.journal["c1"].state == CallState.FAILED
+    assert [r.kind for r in run(store.audit(thread_id="b"))] == ["b"]
+
+
+# ---------------------------------------------------------------------------- journal
+
+
+def test_journal_upserts_by_call_and_load_returns_only_the_open_turn(
+    stores: StoreFactory,
+) -> None:
+    store = stores()
+    rec = run(create(store, "t1", [UserMessage(content="hi")]))
+    rec = run(append(store, rec, [AssistantMessage(content="turn 1")],
+                     [entry("c1", 1, 0), entry("c2", 1, 1)], turn=1))
+    rec = run(append(store, rec, journal=[entry("c2", 1, 1, CallState.RUNNING, attempts=1)]))
+    snap = run(store.load("t1"))
+    assert snap is not None
+    assert {k: e.state for k, e in snap.journal.items()} == {
+        "c1": CallState.PROPOSED, "c2": CallState.RUNNING}
+    done = ToolMessage(tool_call_id="c2", name="write_file", content="ok")
+    rec = run(append(store, rec, journal=[
+        entry("c1", 1, 0, CallState.REJECTED),
+        entry("c2", 1, 1, CallState.SUCCEEDED, attempts=1, result=done)]))
+    rec = run(append(store, rec, [AssistantMessage(content="turn 3")], [entry("c3", 3, 0)],
+                     turn=3))
+    snap = run(store.load("t1"))
+    assert snap is not None
+    assert list(snap.journal) == ["c3"]  # only the open turn
+    every = run(store.journal("t1"))
+    assert [(e.tool_call_id, e.state) for e in every] == [
+        ("c1", CallState.REJECTED), ("c2", CallState.SUCCEEDED), ("c3", CallState.PROPOSED)]
+    assert every[1].result == done and every[1].attempts == 1
+    run(append(store, rec, turn=None))
+    snap = run(store.load("t1"))
+    assert snap is not None and snap.journal == {}
+
+
+# ---------------------------------------------------------------------------- listing
+
+
+def test_list_threads_orders_filters_and_pages(stores: StoreFactory) -> None:
+    store = stores()
+    statuses = ["idle", "interrupted", "completed", "interrupted", "failed", "interrupted"]
+    for i, status in enumerate(statuses):
+        run(create(store, f"t{i}", status=status, at=T0 + timedelta(seconds=i)))
+    newest_first = [f"t{i}" for i in reversed(range(len(statuses)))]
+    assert [r.thread_id for r in run(store.list_threads())] == newest_first
+    assert [r.thread_id for r in run(store.list_threads(limit=2))] == newest_first[:2]
+    assert [r.thread_id for r in run(store.list_threads(status="interrupted"))] == [
+        "t5", "t3", "t1"]
+    assert run(store.list_threads(status="running")) == []
+    page = run(store.list_threads(limit=2))
+    rest = run(store.list_threads(before=page[-1].updated_at))
+    assert [r.thread_id for r in page + rest] == newest_first
+    assert [r.thread_id for r in run(store.list_threads(
+        status="interrupted", before=T0 + timedelta(seconds=3), limit=5))] == ["t1"]
+
+
+def test_list_threads_follows_updates(stores: StoreFactory) -> None:
+    store = stores()
+    old = run(create(store, "old", at=T0))
+    run(create(store, "new", at=T0 + timedelta(seconds=1)))
+    run(append(store, old, status="interrupted", updated_at=T0 + timedelta(seconds=2)))
+    rows = run(store.list_threads())
+    assert [(r.thread_id, r.status, r.version) for r in rows] == [
+        ("old", "interrupted", 2), ("new", "idle", 1)]
+
+
+# ---------------------------------------------------------------------------- audit
+
+
+def test_audit_is_in_insertion_order_and_pages_by_id(stores: StoreFactory) -> None:
+    store = stores()
+    a = run(create(store, "a"))
+    b = run(create(store, "b"))
+    a = run(append(store, a, audit=audit_rows("a", 1, ["a1", "a2"])))
+    b = run(append(store, b, audit=audit_rows("b", 1, ["b1"])))
+    a = run(append(store, a, audit=audit_rows("a", 3, ["a3"])))
+    rows = run(store.audit())
+    assert [r.kind for r in rows] == ["a1", "a2", "b1", "a3"]
+    ids = [r.id for r in rows]
+    assert all(isinstance(i, int) for i in ids) and ids == sorted(set(ids))  # type: ignore[type-var]
+    assert rows[0].model_copy(update={"id": None}) == audit_rows("a", 1, ["a1"])[0]
+    assert [r.kind for r in run(store.audit(after_id=ids[1] or 0))] == ["b1", "a3"]
+    assert [r.kind for r in run(store.audit(limit=2))] == ["a1", "a2"]
+    assert [r.kind for r in run(store.audit(thread_id="a"))] == ["a1", "a2", "a3"]
+    assert [r.kind for r in run(store.audit(thread_id="a", after_id=ids[2] or 0))] == ["a3"]
+    assert [r.kind for r in run(store.audit(thread_id="a", limit=1))] == ["a1"]
+
+
+# ---------------------------------------------------------------------------- durability
+
+
+def test_a_new_instance_sees_the_committed_data(stores: StoreFactory) -> None:
+    if not stores.durable:
+        pytest.skip("memory storage does not outlive its instance")
+    store = stores()
+    rec = run(create(store, "t1", [UserMessage(content="hi")]))
+    run(append(store, rec, [AssistantMessage(content="there")], [entry("c1", 1, 0)],
+               audit_rows("t1", 1, ["x"]), turn=1))
+    run(store.close())
+    again = stores()
+    snap = run(again.load("t1"))
+    assert snap is not None
+    assert snap.thread.version == 2
+    assert [m.content for m in snap.messages] == ["hi", "there"]
+    assert list(snap.journal) == ["c1"]
+    assert [r.kind for r in run(again.audit())] == ["x"]
+
+
+@tool
+def write_file(path: str) -> str:
+    """Write a file."""
+    return f"wrote {path}"
+
+
+def test_pause_in_one_instance_resume_in_another(stores: StoreFactory) -> None:
+    """End to end: pause with one checkpointer instance, approve from a fresh one (as a
+    reviewer's process would), and finish with the tool run once."""
+    model = ScriptedModel([{"name": "write_file", "args": {"path": "/a"}}, "done"])
+
+    def agent() -> Agent:
+        return Agent(model=model, tools=[write_file], checkpointer=stores(),
+                     middleware=[HumanInTheLoop(interrupt_on={"write_file": True})])
+
+    first = agent()
+    paused = first.invoke("write /a", thread_id="e2e")
+    assert paused.interrupted
+    first.close()
+    second = agent()
+    done = second.resume("e2e", [{"type": "approve"}], interrupt_id=paused.interrupts[0].id)
+    assert done.status == "completed" and done.output == "done"
+    assert [m.role for m in done.messages] == ["user", "assistant", "tool", "assistant"]
+    [e] = second.journal("e2e")
+    assert e.state == CallState.SUCCEEDED and e.attempts == 1
+    assert second.verify_audit() == []
+
+
+# ---------------------------------------------------------------------------- schema
+
+
+def _set_stored_version(stores: StoreFactory, store: Any, version: int) -> None:
+    if stores.kind == "sqlite":
+        with sqlite3.connect(stores.sqlite_path) as conn:
+            conn.execute("UPDATE interlock_meta SET value=? WHERE key='schema_version'",
+                         (str(version),))
+    else:
+        import psycopg
+
+        with psycopg.connect(store.dsn, autocommit=True) as conn:
+            conn.execute(f'UPDATE "{stores.pg_schema}".interlock_meta SET value=%s '
+                         f"WHERE key='schema_version'", [str(version)])
+
+
+def test_schema_version_is_recorded_and_a_newer_one_refused(stores: StoreFactory) -> None:
+    if not stores.durable:
+        pytest.skip("memory storage has no schema")
+    store = stores()
+    run(create(store, "t1"))
+    assert store.schema_version() == SCHEMA_VERSION  # type: ignore[attr-defined]
+    run(store.close())
+    _set_stored_version(stores, store, SCHEMA_VERSION + 1)
+    newer = stores()
+    with pytest.raises(StorageError) as err:
+        run(newer.load("t1"))
+    msg = str(err.value)
+    assert f"version {SCHEMA_VERSION + 1}" in msg and f"up to {SCHEMA_VERSION}" in msg
+    assert "Upgrade interlock" in msg
+    _set_stored_version(stores, store, SCHEMA_VERSION)
+    snap = run(stores().load("t1"))
+    assert snap is not None and snap.thread.version == 1
+
+
+def test_first_use_by_many_instances_at_once_migrates_once(stores: StoreFactory) -> None:
+    """Several processes starting against an empty database: the schema is created once and
+    every instance works."""
+    if not stores.durable:
+        pytest.skip("memory storage has no schema")
+    instances = [stores() for _ in range(6)]
+    barrier = threading.Barrier(len(instances))
+    errors: list[BaseException] = []
+
+    def first_use(store: Checkpointer, i: int) -> None:
+        barrier.wait()
+        try:
+            run(create(store, f"t{i}"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=first_use, args=(s, i)) for i, s in enumerate(instances)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert errors == []
+    assert len(run(instances[0].list_threads())) == len(instances)
+    assert all(s.schema_version() == SCHEMA_VERSION for s in instances)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------- Postgres only
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_postgres_from_url_and_schema_with_odd_name(stores: StoreFactory) -> None:
+    from interlock import PostgresCheckpointer
+
+    schema = 'Odd "Schema"; x'
+    store = from_url(stores.url())
+    assert isinstance(store, PostgresCheckpointer) and store.schema == stores.pg_schema
+    odd = PostgresCheckpointer(store.dsn, schema=schema)
+    try:
+        run(create(odd, "t1", [UserMessage(content="hi")]))
+        snap = run(odd.load("t1"))
+        assert snap is not None and snap.messages == [UserMessage(content="hi")]
+        assert "password" not in repr(odd) and schema in repr(odd)
+    finally:
+        run(odd.close())
+        run(store.close())
+        import psycopg
+
+        with psycopg.connect(store.dsn, autocommit=True) as conn:
+            conn.execute('DROP SCHEMA IF EXISTS "Odd ""Schema""; x" CASCADE')
+
+
+def test_postgres_unreachable_is_a_clear_storage_error() -> None:
+    pytest.importorskip("psycopg")
+    from interlock import PostgresCheckpointer
+
+    store = PostgresCheckpointer("postgresql://nobody:secret@127.0.0.1:1/none",
+                                 connect_timeout=1)
+    with pytest.raises(StorageError) as err:
+        run(store.load("t1"))
+    msg = str(err.value)
+    assert "127.0.0.1:1" in msg and "secret" not in msg and "DSN" in msg
+    run(store.close())
+
+
+def test_postgres_without_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from interlock.storage.postgres import PostgresCheckpointer
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(MissingDependency) as err:
+        PostgresCheckpointer("postgresql://127.0.0.1/db")
+    assert "pip install 'interlock[postgres]'" in str(err.value)
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_postgres_without_create_privilege_says_what_to_grant(stores: StoreFactory) -> None:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from interlock import PostgresCheckpointer
+
+    admin_dsn = from_url(stores.url()).dsn  # type: ignore[attr-defined]
+    role = f"interlock_{stores.pg_schema}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+    try:
+        info = {**conninfo_to_dict(admin_dsn), "user": role}
+        info.pop("password", None)
+        store = PostgresCheckpointer(make_conninfo(**info), schema=stores.pg_schema)
+        with pytest.raises(StorageError) as err:
+            run(store.load("t1"))
+        msg = str(err.value)
+        assert repr(stores.pg_schema) in msg and "CREATE" in msg and "permission denied" in msg
+        run(store.close())
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_postgres_replaces_connections_the_server_dropped(stores: StoreFactory) -> None:
+    """After the server ends every pooled connection (restart, failover, idle kill), the next
+    operations get fresh connections instead of failing."""
+    import psycopg
+
+    from interlock import PostgresCheckpointer
+
+    admin_dsn = from_url(stores.url()).dsn  # type: ignore[attr-defined]
+    app = f"il_{stores.pg_schema}"
+    store = PostgresCheckpointer(f"{admin_dsn}?application_name={app}", schema=stores.pg_schema,
+                                 min_size=2, max_size=2)
+
+    async def both() -> list[Any]:
+        return list(await asyncio.gather(store.load("a"), store.load("b")))
+
+    try:
+        rec = run(create(store, "a", [UserMessage(content="hi")]))
+        assert [s is not None for s in run(both())] == [True, False]
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            [(ended,)] = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM "
+                                      "pg_stat_activity WHERE application_name = %s",
+                                      [app]).fetchall()
+        assert ended >= 1
+        assert [s is not None for s in run(both())] == [True, False]
+        run(append(store, rec, [AssistantMessage(content="still here")]))
+        snap = run(store.load("a"))
+        assert snap is not None and snap.messages[-1].content == "still here"
+    finally:
+        run(store.close())
+
+
+@pytest.mark.parametrize("kwargs", [{"schema": ""}, {"schema": "s" * 64},
+                                    {"min_size": 5, "max_size": 2}, {"max_size": 0}])
+def test_postgres_settings_are_checked_when_created(kwargs: dict[str, Any]) -> None:
+    pytest.importorskip("psycopg")
+    from interlock import ConfigurationError, PostgresCheckpointer
+
+    with pytest.raises(ConfigurationError):
+        PostgresCheckpointer("postgresql://127.0.0.1/db", **kwargs)
