@@ -165,7 +165,7 @@ def test_compatible_server_sends_whole_calls_without_index() -> None:
     state = _StreamState()
     state.add(_chunk([_delta(None, "c1", "a", '{"x": 1}'), _delta(None, "c2", "b", '{"y": 2}')]))
     state.add(_chunk(finish="tool_calls"))
-    assert [(c.id, c.name, c.args) for c in state.message().tool_calls] == [
+    assert [(c.id, c.name, c.args) for c in state.finish("openai", "http://127.0.0.1").tool_calls] == [
         ("c1", "a", {"x": 1}), ("c2", "b", {"y": 2})]
 
 
@@ -175,7 +175,7 @@ def test_compatible_server_reuses_index_zero_for_parallel_calls() -> None:
     state.add(_chunk([_delta(0, None, None, " 1}")]))
     state.add(_chunk([_delta(0, "c2", "b", '{"y": 2}')]))
     state.add(_chunk(finish="tool_calls"))
-    assert [(c.id, c.name, c.args) for c in state.message().tool_calls] == [
+    assert [(c.id, c.name, c.args) for c in state.finish("openai", "http://127.0.0.1").tool_calls] == [
         ("c1", "a", {"x": 1}), ("c2", "b", {"y": 2})]
 
 
@@ -183,4 +183,4 @@ def test_usage_chunk_without_choices_is_ignored() -> None:
     state = _StreamState()
     assert state.add(_chunk(content="hi", finish="stop")) == "hi"
     assert state.add(NS(choices=[], usage=NS(total_tokens=3))) == ""
-    assert state.message() == AssistantMessage(content="hi")
+    assert state.finish("openai", "http://127.0.0.1") == AssistantMessage(content="hi")

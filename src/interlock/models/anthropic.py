@@ -12,9 +12,9 @@ How interlock's messages are sent:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, MissingDependency, ModelError
 from ..messages import (
@@ -27,13 +27,11 @@ from ..messages import (
 )
 from ..tools import Tool
 from ._common import (
-    ClientPerLoop,
-    check_request_options,
     incomplete,
-    malformed,
     parse_arguments,
     provider_error,
 )
+from ._sdk import SdkChat, client_options
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -149,7 +147,10 @@ class _StreamState:
         self.blocks[index] = block
         return text or ""
 
-    def message(self) -> AssistantMessage:
+    def finish(self, provider: str, base_url: str) -> AssistantMessage:
+        if not self.stopped:
+            raise incomplete(provider, base_url, "the stream ended before message_stop; the "
+                             "connection was probably cut")
         text: list[str] = []
         calls: list[ToolCall] = []
         for _, b in sorted(self.blocks.items()):
@@ -162,7 +163,7 @@ class _StreamState:
         return AssistantMessage(content="".join(text), tool_calls=calls)
 
 
-class AnthropicChat:
+class AnthropicChat(SdkChat["AsyncAnthropic"]):
     """A Claude model through the Messages API.
 
     ``AnthropicChat("claude-sonnet-4-6")`` reads ``ANTHROPIC_API_KEY`` and
@@ -205,69 +206,24 @@ class AnthropicChat:
             raise ConfigurationError(
                 f"AnthropicChat({model!r}): max_tokens must be a positive integer, got "
                 f"{max_tokens!r}.")
-        clash = sorted(RESERVED & set(request_options))
-        if clash:
-            raise ConfigurationError(
-                f"AnthropicChat({model!r}): {', '.join(clash)} cannot be given as request "
-                f"options; interlock sets them for every call (give the system prompt as "
-                f"Agent(system_prompt=...))."
-            )
         self._sdk = anthropic
         self.model = model
         self.max_tokens = max_tokens
-        self.request_options: dict[str, Any] = request_options
-        options: dict[str, Any] = {}
-        if api_key is not None:
-            options["api_key"] = api_key
-        if base_url is not None:
-            options["base_url"] = base_url
-        if timeout is not None:
-            options["timeout"] = timeout
-        if max_retries is not None:
-            options["max_retries"] = max_retries
-        own = client is None
-        try:
-            if client is None:
-                client = anthropic.AsyncAnthropic(**options)
-            elif options:
-                client = client.with_options(**options)
-        except (anthropic.AnthropicError, ValueError) as exc:
-            raise ConfigurationError(
-                f"AnthropicChat({model!r}) cannot create the Anthropic client: {exc} Pass "
-                f"api_key=... or set ANTHROPIC_API_KEY."
-            ) from None
-        check_request_options(f"AnthropicChat({model!r})", client.messages.create,
-                              request_options)
-        self.client: AsyncAnthropic = client
-        """The SDK client as configured. When the adapter built it, requests from another
-        event loop use a fresh client with the same settings (see ``ClientPerLoop``)."""
-        factory = (lambda: anthropic.AsyncAnthropic(**options)) if own else None
-        self._clients: ClientPerLoop[AsyncAnthropic] = ClientPerLoop(client, factory)
+        self.request_options = request_options
+        self._setup(
+            make=anthropic.AsyncAnthropic, client=client,
+            options=client_options(api_key=api_key, base_url=base_url, timeout=timeout,
+                                   max_retries=max_retries),
+            client_errors=(anthropic.AnthropicError, ValueError), reserved=RESERVED,
+            reserved_hint=" (give the system prompt as Agent(system_prompt=...))",
+            hint="Pass api_key=... or set ANTHROPIC_API_KEY.",
+        )
 
-    @property
-    def base_url(self) -> str:
-        return str(self.client.base_url)
+    def _create(self, client: AsyncAnthropic) -> Callable[..., Awaitable[Any]]:
+        return client.messages.create
 
-    @property
-    def max_retries(self) -> int:
-        return int(self.client.max_retries)
-
-    @property
-    def timeout(self) -> Any:
-        return self.client.timeout
-
-    def __repr__(self) -> str:
-        return f"AnthropicChat({self.model!r}, base_url={self.base_url!r})"
-
-    async def aclose(self) -> None:
-        """Close the connections this adapter opened from the running event loop (call it at
-        shutdown of a long-lived application). A later request opens new ones. A client passed
-        as ``client=`` is left to its owner."""
-        client = self._clients.pop_current()
-        if client is not None:
-            await client.close()
-
-    # ------------------------------------------------------------------ requests
+    def _stream_state(self) -> _StreamState:
+        return _StreamState()
 
     def request_params(
         self, messages: Sequence[Message], tools: Sequence[Tool], *, stream: bool = False
@@ -300,12 +256,7 @@ class AnthropicChat:
             env_url="ANTHROPIC_BASE_URL",
         )
 
-    def _malformed(self, problem: str) -> NoReturn:
-        raise malformed(PROVIDER, self.base_url, problem)
-
-    def _from_message(self, response: Any) -> AssistantMessage:
-        if isinstance(response, str):
-            self._malformed(f"expected a JSON message, got text {response[:200]!r}")
+    def _parse(self, response: Any) -> AssistantMessage:
         try:
             blocks = response.content
             if not isinstance(blocks, list):
@@ -323,51 +274,3 @@ class AnthropicChat:
         except (AttributeError, TypeError, KeyError) as exc:
             self._malformed(f"unexpected message shape ({type(exc).__name__}: {exc})")
         return AssistantMessage(content="".join(text), tool_calls=calls)
-
-    # ------------------------------------------------------------------ Model protocol
-
-    async def generate(
-        self, messages: Sequence[Message], tools: Sequence[Tool]
-    ) -> AssistantMessage:
-        """One Messages API call; the assistant message with its tool calls."""
-        params = self.request_params(messages, tools)
-        try:
-            response = await self._clients.get().messages.create(**params)
-        except Exception as exc:
-            err = self._error(exc)
-            if err is None:
-                raise
-            raise err from exc
-        return self._from_message(response)
-
-    async def stream(
-        self, messages: Sequence[Message], tools: Sequence[Tool]
-    ) -> AsyncIterator[str | AssistantMessage]:
-        """Text deltas as they arrive, then the complete message, assembled from the raw
-        events (``content_block_start`` / ``content_block_delta`` with ``text_delta`` and
-        ``input_json_delta`` / ``message_stop``)."""
-        params = self.request_params(messages, tools, stream=True)
-        state = _StreamState()
-        try:
-            response: Any = await self._clients.get().messages.create(**params)
-            if isinstance(response, str):
-                self._malformed(f"expected an SSE stream, got text {response[:200]!r}")
-            try:
-                async for event in response:
-                    try:
-                        piece = state.add(event)
-                    except (AttributeError, TypeError, ValueError, KeyError) as exc:
-                        self._malformed(f"unexpected stream event ({type(exc).__name__}: {exc})")
-                    if piece:
-                        yield piece
-            finally:
-                await response.close()
-        except Exception as exc:
-            err = self._error(exc)
-            if err is None:
-                raise
-            raise err from exc
-        if not state.stopped:
-            raise incomplete(PROVIDER, self.base_url, "the stream ended before message_stop; "
-                             "the connection was probably cut")
-        yield state.message()

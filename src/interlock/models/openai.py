@@ -18,9 +18,9 @@ How interlock's messages are sent:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, MissingDependency, ModelError
 from ..messages import (
@@ -33,14 +33,13 @@ from ..messages import (
 )
 from ..tools import Tool
 from ._common import (
-    ClientPerLoop,
-    check_request_options,
     dumps,
     incomplete,
     malformed,
     parse_arguments,
     provider_error,
 )
+from ._sdk import SdkChat, client_options
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -170,7 +169,12 @@ class _StreamState:
         if fragment:
             parts.arguments.append(fragment)
 
-    def message(self) -> AssistantMessage:
+    def finish(self, provider: str, base_url: str) -> AssistantMessage:
+        if self.chunks == 0:
+            raise malformed(provider, base_url, "the stream ended without any chunk")
+        if self.finish_reason is None:
+            raise incomplete(provider, base_url, "the stream ended before the model finished "
+                             "(no chunk had a finish_reason); the connection was probably cut")
         calls = []
         for p in self.calls:
             args, error = parse_arguments("".join(p.arguments))
@@ -178,7 +182,7 @@ class _StreamState:
         return AssistantMessage(content="".join(self.text), tool_calls=calls)
 
 
-class OpenAIChat:
+class OpenAIChat(SdkChat["AsyncOpenAI"]):
     """A chat-completions model (OpenAI or any OpenAI-compatible server).
 
     ``OpenAIChat("gpt-4.1-mini")`` reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` from the
@@ -215,68 +219,24 @@ class OpenAIChat:
                                     "openai") from exc
         if not model:
             raise ConfigurationError("OpenAIChat needs a model name, e.g. OpenAIChat('gpt-4.1').")
-        clash = sorted(RESERVED & set(request_options))
-        if clash:
-            raise ConfigurationError(
-                f"OpenAIChat({model!r}): {', '.join(clash)} cannot be given as request options; "
-                f"interlock sets them for every call."
-            )
         self._sdk = openai
         self.model = model
-        self.request_options: dict[str, Any] = request_options
-        options: dict[str, Any] = {}
-        if api_key is not None:
-            options["api_key"] = api_key
-        if base_url is not None:
-            options["base_url"] = base_url
-        if timeout is not None:
-            options["timeout"] = timeout
-        if max_retries is not None:
-            options["max_retries"] = max_retries
-        own = client is None
-        try:
-            if client is None:
-                client = openai.AsyncOpenAI(**options)
-            elif options:
-                client = client.with_options(**options)
-        except openai.OpenAIError as exc:
-            raise ConfigurationError(
-                f"OpenAIChat({model!r}) cannot create the OpenAI client: {exc} Pass "
-                f"api_key=... or set OPENAI_API_KEY. A local server that needs no key (Ollama, "
-                f"vLLM, llama.cpp, LM Studio) still needs a placeholder, e.g. api_key='local'."
-            ) from None
-        check_request_options(f"OpenAIChat({model!r})", client.chat.completions.create,
-                              request_options)
-        self.client: AsyncOpenAI = client
-        """The SDK client as configured. When the adapter built it, requests from another
-        event loop use a fresh client with the same settings (see ``ClientPerLoop``)."""
-        factory = (lambda: openai.AsyncOpenAI(**options)) if own else None
-        self._clients: ClientPerLoop[AsyncOpenAI] = ClientPerLoop(client, factory)
+        self.request_options = request_options
+        self._setup(
+            make=openai.AsyncOpenAI, client=client,
+            options=client_options(api_key=api_key, base_url=base_url, timeout=timeout,
+                                   max_retries=max_retries),
+            client_errors=(openai.OpenAIError,), reserved=RESERVED,
+            hint="Pass api_key=... or set OPENAI_API_KEY. A local server that needs no key "
+            "(Ollama, vLLM, llama.cpp, LM Studio) still needs a placeholder, e.g. "
+            "api_key='local'.",
+        )
 
-    @property
-    def base_url(self) -> str:
-        return str(self.client.base_url)
+    def _create(self, client: AsyncOpenAI) -> Callable[..., Awaitable[Any]]:
+        return client.chat.completions.create
 
-    @property
-    def max_retries(self) -> int:
-        return int(self.client.max_retries)
-
-    @property
-    def timeout(self) -> Any:
-        return self.client.timeout
-
-    def __repr__(self) -> str:
-        return f"OpenAIChat({self.model!r}, base_url={self.base_url!r})"
-
-    async def aclose(self) -> None:
-        """Close the connections this adapter opened from the running event loop (call it at
-        shutdown of a long-lived application). A later request opens new ones. A client passed
-        as ``client=`` is left to its owner."""
-        client = self._clients.pop_current()
-        if client is not None:
-            await client.close()
-
-    # ------------------------------------------------------------------ requests
+    def _stream_state(self) -> _StreamState:
+        return _StreamState()
 
     def request_params(
         self, messages: Sequence[Message], tools: Sequence[Tool], *, stream: bool = False
@@ -300,9 +260,7 @@ class OpenAIChat:
             env_url="OPENAI_BASE_URL",
         )
 
-    def _from_completion(self, response: Any) -> AssistantMessage:
-        if isinstance(response, str):
-            return self._malformed(f"expected a JSON chat completion, got text {response[:200]!r}")
+    def _parse(self, response: Any) -> AssistantMessage:
         try:
             choices = response.choices
             if not choices:
@@ -316,57 +274,3 @@ class OpenAIChat:
         if not isinstance(content, str):
             return self._malformed(f"message content is {type(content).__name__}, not text")
         return AssistantMessage(content=content, tool_calls=calls)
-
-    def _malformed(self, problem: str) -> NoReturn:
-        raise malformed(PROVIDER, self.base_url, problem)
-
-    # ------------------------------------------------------------------ Model protocol
-
-    async def generate(
-        self, messages: Sequence[Message], tools: Sequence[Tool]
-    ) -> AssistantMessage:
-        """One chat completion; the assistant message with its tool calls."""
-        params = self.request_params(messages, tools)
-        try:
-            response = await self._clients.get().chat.completions.create(**params)
-        except Exception as exc:
-            err = self._error(exc)
-            if err is None:
-                raise
-            raise err from exc
-        return self._from_completion(response)
-
-    async def stream(
-        self, messages: Sequence[Message], tools: Sequence[Tool]
-    ) -> AsyncIterator[str | AssistantMessage]:
-        """Text deltas as they arrive, then the complete message (tool-call deltas are
-        assembled by ``index``; arguments arrive in fragments)."""
-        params = self.request_params(messages, tools, stream=True)
-        state = _StreamState()
-        try:
-            response: Any = await self._clients.get().chat.completions.create(**params)
-            if isinstance(response, str):
-                self._malformed(f"expected an SSE stream, got text {response[:200]!r}")
-            try:
-                async for chunk in response:
-                    try:
-                        piece = state.add(chunk)
-                    except (AttributeError, TypeError, IndexError, KeyError) as exc:
-                        self._malformed(
-                            f"unexpected stream chunk ({type(exc).__name__}: {exc})")
-                    if piece:
-                        yield piece
-            finally:
-                await response.close()
-        except Exception as exc:
-            err = self._error(exc)
-            if err is None:
-                raise
-            raise err from exc
-        if state.chunks == 0:
-            self._malformed("the stream ended without any chunk")
-        if state.finish_reason is None:
-            raise incomplete(PROVIDER, self.base_url, "the stream ended before the model "
-                             "finished (no chunk had a finish_reason); the connection was "
-                             "probably cut")
-        yield state.message()
