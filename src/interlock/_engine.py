@@ -135,6 +135,18 @@ def unknown_reject_text(name: str, call_id: str, message: str | None) -> str:
     return text + (f" Reason: {message}" if message else "")
 
 
+def digest(value: Any) -> str:
+    """SHA-256 of a value's canonical JSON: audit rows name big payloads by their digest
+    instead of copying them (the journal and the messages hold the payloads)."""
+    canon = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                       default=str)
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+RESULT_PREVIEW = 300
+"""Characters of a tool result copied into its ``tool_finished`` audit row."""
+
+
 def idempotency_key(thread_id: str, tool_call_id: str) -> str:
     return hashlib.sha256(f"{thread_id}\x00{tool_call_id}".encode()).hexdigest()[:32]
 
@@ -171,6 +183,11 @@ class Run:
         self.snap: ThreadSnapshot | None = None
         self.model_calls = 0
         self._conflict: Callable[[], InterlockError] = self._busy
+        self._stored_version: int | None = None
+        """Version of the thread row in the store (None: not created yet)."""
+        self._staged_messages: list[Message] = []
+        self._staged_journal: dict[str, JournalEntry] = {}
+        self._staged_audit: list[AuditItem] = []
         self.on_accepted: Callable[[], None] | None = None
         """Called once the new input or the decisions are durably stored, before the loop
         continues (the review server answers the HTTP request at that point)."""
@@ -200,20 +217,41 @@ class Run:
         if self.sink is not None:
             await self.sink(event)
 
-    async def commit(
+    def stage(
         self,
         *,
         messages: Sequence[Message] = (),
         journal: Sequence[JournalEntry] = (),
         audit: Sequence[AuditItem] = (),
-        hold_lease: bool = True,
         **updates: Any,
     ) -> None:
+        """Apply a change to the in-memory thread; it is stored by the next :meth:`flush`.
+
+        Only steps that nobody has been told about yet are staged (the model's reply before its
+        calls are classified, a new message before the run answers): a crash loses them, and
+        the next run simply redoes them.
+        """
+        s = self.s
+        t = s.thread
+        new = t.model_copy(update={**updates, "message_count": t.message_count + len(messages)})
+        s.thread = new
+        s.messages.extend(messages)
+        self._staged_messages.extend(messages)
+        if new.turn != t.turn:
+            s.journal = {}
+        for e in journal:
+            self._staged_journal[e.tool_call_id] = e
+            if e.turn == new.turn:
+                s.journal[e.tool_call_id] = e
+        self._staged_audit.extend(audit)
+
+    async def flush(self, *, hold_lease: bool = True) -> None:
+        """Store everything staged in one atomic compare-and-set commit."""
         t = self.t
         now = self.now()
         seq, prev = t.audit_seq, t.audit_hash or GENESIS
         records = []
-        for kind, actor, call_id, data in audit:
+        for kind, actor, call_id, data in self._staged_audit:
             seq += 1
             rec = make_record(thread_id=t.thread_id, seq=seq, prev_hash=prev, ts=now, kind=kind,
                               actor=actor, tool_call_id=call_id, data=data)
@@ -223,32 +261,37 @@ class Run:
             {"lease_owner": self.agent.owner, "lease_until": now + self.agent.lease}
             if hold_lease else {"lease_owner": None, "lease_until": None}
         )
-        new = t.model_copy(
-            update={
-                **lease,
-                **updates,
-                "version": t.version + 1,
-                "updated_at": now,
-                "message_count": t.message_count + len(messages),
-                "audit_seq": seq,
-                "audit_hash": prev,
-            }
-        )
+        expected = self._stored_version
+        new = t.model_copy(update={
+            **lease, "version": (expected or 0) + 1, "updated_at": now,
+            "audit_seq": seq, "audit_hash": prev,
+        })
         try:
             await self.store.commit(
-                Commit(thread=new, messages=list(messages), journal=list(journal), audit=records),
-                expected_version=t.version,
+                Commit(thread=new, messages=self._staged_messages,
+                       journal=list(self._staged_journal.values()), audit=records),
+                expected_version=expected,
             )
         except VersionConflict:
             raise self._conflict() from None
-        s = self.s
-        s.thread = new
-        s.messages.extend(messages)
-        if new.turn != t.turn:
-            s.journal = {}
-        for e in journal:
-            if e.turn == new.turn:
-                s.journal[e.tool_call_id] = e
+        self.s.thread = new
+        self._stored_version = new.version
+        self._staged_messages = []
+        self._staged_journal = {}
+        self._staged_audit = []
+
+    async def commit(
+        self,
+        *,
+        messages: Sequence[Message] = (),
+        journal: Sequence[JournalEntry] = (),
+        audit: Sequence[AuditItem] = (),
+        hold_lease: bool = True,
+        **updates: Any,
+    ) -> None:
+        """Stage a change and store it (with anything staged before) in one commit."""
+        self.stage(messages=messages, journal=journal, audit=audit, **updates)
+        await self.flush(hold_lease=hold_lease)
 
     # ------------------------------------------------------------------ loading
 
@@ -267,6 +310,7 @@ class Run:
             )
             return False
         self.snap = snap
+        self._stored_version = snap.thread.version
         t = snap.thread
         if t.status == "running":
             owner = t.lease_owner
@@ -275,21 +319,6 @@ class Run:
             return True
         return t.status == "failed" and t.turn is not None
 
-    async def create(self, messages: list[Message], preview: str) -> None:
-        t = self.t
-        now = self.now()
-        new = t.model_copy(update={
-            "status": "running", "version": 1, "message_count": len(messages),
-            "lease_owner": self.agent.owner, "lease_until": now + self.agent.lease,
-            "preview": preview, "updated_at": now,
-        })
-        try:
-            await self.store.commit(Commit(thread=new, messages=messages), expected_version=None)
-        except VersionConflict:
-            raise ThreadBusy(self.thread_id, "another writer created it") from None
-        self.s.thread = new
-        self.s.messages.extend(messages)
-
     # ------------------------------------------------------------------ entry points
 
     async def start(self, new_messages: list[Message]) -> RunResult:
@@ -297,10 +326,8 @@ class Run:
         preview = next(
             (m.content[:200] for m in reversed(new_messages) if isinstance(m, UserMessage)), ""
         )
-        if self.t.version == 0:
-            await self.create(new_messages, preview)
-            self._accepted()
-            return await self.loop()
+        if self._stored_version is None:
+            return await self._accept_input(new_messages, preview)
         if needs_recovery:
             result = await self.recover_loaded()
             if result.interrupted:
@@ -308,9 +335,18 @@ class Run:
         await self.expire_and_continue()
         if self.t.pending:
             raise ThreadInterrupted(self.thread_id, [i.id for i in self.t.pending])
-        await self.commit(messages=new_messages, status="running", error=None,
-                          preview=preview or self.t.preview)
-        self._accepted()
+        return await self._accept_input(new_messages, preview or self.t.preview)
+
+    async def _accept_input(self, new_messages: list[Message], preview: str) -> RunResult:
+        """Take new input. It is stored before anyone is told it was accepted: right away when
+        a caller waits for that (``on_accepted``, the review server), otherwise together with
+        the model's first reply (one commit less; if the process dies in between, the caller
+        never got an answer and simply sends the message again)."""
+        self.stage(messages=new_messages, status="running", error=None, preview=preview)
+        if self.on_accepted is not None:
+            self._conflict = lambda: ThreadBusy(self.thread_id, "another writer")
+            await self.flush()
+            self._accepted()
         return await self.loop()
 
     async def recover(self) -> RunResult:
@@ -658,7 +694,7 @@ class Run:
             raise
 
     async def _mark_failed(self, exc: BaseException) -> None:
-        if self.snap is None or self.t.version == 0:
+        if self.snap is None or (self._stored_version is None and not self._staged_messages):
             return
         try:
             await self.commit(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000],
@@ -719,8 +755,10 @@ class Run:
                          state=CallState.PROPOSED, updated_at=now)
             for i, c in enumerate(message.tool_calls)
         ]
-        await self.commit(messages=[message], journal=entries, turn=seq,
-                          hooks={"index": 0, "answers": [], "marks": {}, "done": False})
+        # stored together with the hooks' classification (one commit): until then nobody has
+        # seen this reply, and a crash just means the model is asked again
+        self.stage(messages=[message], journal=entries, turn=seq,
+                   hooks={"index": 0, "answers": [], "marks": {}, "done": False})
         for c in message.tool_calls:
             await self.emit(ToolCallProposed(self.thread_id, c))
 
@@ -838,6 +876,7 @@ class Run:
                 expires_at = now + mark.expires_after if mark.expires_after else None
                 review = {**mark.to_json(), "expires_at": expires_at.isoformat()
                           if expires_at else None}
+                review.pop("description", None)  # kept in the request; often repeats the args
                 entries.append(e.model_copy(update={
                     **base, "state": CallState.PENDING_REVIEW, "review": review}))
                 reviews.append((
@@ -873,7 +912,8 @@ class Run:
         if new_intr is not None:
             audit.append(("request_raised", SYSTEM, None, {
                 "interrupt_id": new_intr.id,
-                "calls": [{"tool_call_id": a.tool_call_id, "name": a.name, "args": a.args,
+                "calls": [{"tool_call_id": a.tool_call_id, "name": a.name,
+                           "args_sha256": digest(a.args),
                            "allowed_decisions": c.allowed_decisions} for a, c in reviews]}))
             pending = [i for i in pending if i.kind != "review"] + [new_intr]
         # When nothing of the turn can run before someone answers, the pause is stored in
@@ -951,8 +991,8 @@ class Run:
         if new_intr is not None:
             audit.append(("request_raised", SYSTEM, None, {
                 "interrupt_id": new_intr.id, "reason": "outcome_unknown",
-                "calls": [{"tool_call_id": a.tool_call_id, "name": a.name, "args": a.args}
-                          for a, _ in reviews]}))
+                "calls": [{"tool_call_id": a.tool_call_id, "name": a.name,
+                           "args_sha256": digest(a.args)} for a, _ in reviews]}))
             pending = [i for i in pending if i.kind != "review"] + [new_intr]
         await self.commit(journal=entries, audit=audit, pending=pending)
         if new_intr is not None:
@@ -976,7 +1016,7 @@ class Run:
         running = e.model_copy(update={"state": CallState.RUNNING, "attempts": attempt,
                                        "paused_from": e.state, "updated_at": self.now()})
         await self.commit(journal=[running], audit=[("tool_started", SYSTEM, e.tool_call_id, {
-            "name": name, "args": args, "attempt": attempt})])
+            "name": name, "args_sha256": digest(args), "attempt": attempt})])
         await self.emit(ToolStarted(self.thread_id, call))
         tool = self.agent.tools_by_name.get(name)
         request = ToolCallRequest(
@@ -1017,7 +1057,8 @@ class Run:
         if all(x.state in FINAL_STATES and x.result is not None for x in entries):
             close = {"messages": [x.result for x in entries], "turn": None, "hooks": None}
         await self.commit(journal=[done], audit=[("tool_finished", SYSTEM, e.tool_call_id, {
-            "name": name, "status": msg.status, "result": msg.content[:2000]})], **close)
+            "name": name, "status": msg.status, "result": msg.content[:RESULT_PREVIEW],
+            "result_chars": len(msg.content), "result_sha256": digest(msg.content)})], **close)
         await self.emit(ToolFinished(self.thread_id, msg))
 
 

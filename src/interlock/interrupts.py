@@ -24,7 +24,7 @@ class Interrupt(BaseModel):
 
     id: str
     kind: InterruptKind
-    value: Any
+    value: Any = None
     created_at: datetime
     tool_call_id: str | None = None
     """For ``input`` interrupts raised inside a tool: the call that asked."""

@@ -66,4 +66,5 @@ def message_from_json(data: str | bytes) -> Message:
 
 
 def message_to_json(message: Message) -> str:
-    return message.model_dump_json(exclude_defaults=False)
+    """The stored form of a message (fields that are None are left out)."""
+    return MESSAGE_ADAPTER.dump_json(message, exclude_none=True).decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
-from ..messages import MESSAGE_ADAPTER, Message
+from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from .base import (
     AuditRecord,
     Commit,
@@ -62,14 +62,14 @@ class MemoryCheckpointer:
                     raise VersionConflict(tid, None)
             elif current is None or self._versions[tid] != expected_version:
                 raise VersionConflict(tid, expected_version)
-            self._threads[tid] = change.thread.model_dump_json()
+            self._threads[tid] = change.thread.model_dump_json(exclude_none=True)
             self._versions[tid] = change.thread.version
             msgs = self._messages.setdefault(tid, [])
-            msgs.extend(MESSAGE_ADAPTER.dump_json(m).decode() for m in change.messages)
+            msgs.extend(message_to_json(m) for m in change.messages)
             jr = self._journal.setdefault(tid, {})
             jt = self._journal_turn.setdefault(tid, {})
             for entry in change.journal:
-                jr[entry.tool_call_id] = entry.model_dump_json()
+                jr[entry.tool_call_id] = entry.model_dump_json(exclude_none=True)
                 jt[entry.tool_call_id] = entry.turn
             for rec in change.audit:
                 rec = rec.model_copy(update={"id": len(self._audit) + 1})

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConfigurationError, MissingDependency, StorageError
-from ..messages import MESSAGE_ADAPTER, Message
+from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from .base import (
     SCHEMA_VERSION,
     AuditRecord,
@@ -301,11 +301,11 @@ class PostgresCheckpointer:
         q = self._sql
         t = change.thread
         first_seq = t.message_count - len(change.messages)
-        data = t.model_dump_json()
-        messages = [(t.thread_id, first_seq + i, MESSAGE_ADAPTER.dump_json(m).decode())
+        data = t.model_dump_json(exclude_none=True)
+        messages = [(t.thread_id, first_seq + i, message_to_json(m))
                     for i, m in enumerate(change.messages)]
         journal = [(t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
-                    e.model_dump_json()) for e in change.journal]
+                    e.model_dump_json(exclude_none=True)) for e in change.journal]
         audit = [(a.thread_id, a.seq, a.model_dump_json()) for a in change.audit]
 
         def write() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from ..errors import StorageError
-from ..messages import MESSAGE_ADAPTER, Message
+from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from .base import (
     SCHEMA_VERSION,
     AuditRecord,
@@ -199,7 +199,7 @@ class SqliteCheckpointer:
                             "INSERT INTO interlock_threads (thread_id, status, version, "
                             "updated_at, data) VALUES (?, ?, ?, ?, ?)",
                             (t.thread_id, t.status, t.version, t.updated_at.isoformat(),
-                             t.model_dump_json()),
+                             t.model_dump_json(exclude_none=True)),
                         )
                     except sqlite3.IntegrityError:
                         raise VersionConflict(t.thread_id, None) from None
@@ -207,8 +207,8 @@ class SqliteCheckpointer:
                     cur = conn.execute(
                         "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=? "
                         "WHERE thread_id=? AND version=?",
-                        (t.status, t.version, t.updated_at.isoformat(), t.model_dump_json(),
-                         t.thread_id, expected_version),
+                        (t.status, t.version, t.updated_at.isoformat(),
+                         t.model_dump_json(exclude_none=True), t.thread_id, expected_version),
                     )
                     if cur.rowcount != 1:
                         raise VersionConflict(t.thread_id, expected_version)
@@ -216,7 +216,7 @@ class SqliteCheckpointer:
                     conn.executemany(
                         "INSERT INTO interlock_messages (thread_id, seq, data) VALUES (?, ?, ?)",
                         [
-                            (t.thread_id, first_seq + i, MESSAGE_ADAPTER.dump_json(m).decode())
+                            (t.thread_id, first_seq + i, message_to_json(m))
                             for i, m in enumerate(change.messages)
                         ],
                     )
@@ -227,7 +227,7 @@ class SqliteCheckpointer:
                         "tool_call_id) DO UPDATE SET state=excluded.state, data=excluded.data",
                         [
                             (t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
-                             e.model_dump_json())
+                             e.model_dump_json(exclude_none=True))
                             for e in change.journal
                         ],
                     )

@@ -1,0 +1,133 @@
+"""Draw the benchmark figures from ``bench/results/latest.json`` into ``docs/img/``.
+
+    .venv-bench/bin/python bench/plots.py [--results bench/results/latest.json]
+
+* ``bench_cycle.png``: figure (a), median (bar) and p95 (whisker) of one cycle, per backend;
+* ``bench_bytes.png``: figure (b), bytes stored against K for both systems, log scale;
+* ``bench_cycle_k.png``: figure (b), time of the K-th cycle against K.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+COLORS = {"langchain": "#d95f02", "interlock": "#1b9e77"}
+LABELS = {"langchain": "LangChain create_agent + HITL middleware", "interlock": "interlock"}
+STYLES = {"memory": ":", "sqlite": "-", "postgres": "--"}
+
+
+def plot_cycle(res: dict[str, Any], out: Path) -> None:
+    a = res["a"]
+    backends = [b for b in ("memory", "sqlite", "postgres") if b in a]
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    width = 0.36
+    for i, name in enumerate(("langchain", "interlock")):
+        xs = [j + (i - 0.5) * width for j in range(len(backends))]
+        med = [a[b][name]["median_ms"] for b in backends]
+        p95 = [a[b][name]["p95_ms"] for b in backends]
+        err = [[0] * len(med), [p - m for p, m in zip(p95, med, strict=True)]]
+        ax.bar(xs, med, width, color=COLORS[name], label=LABELS[name], yerr=err, capsize=4)
+        for x, m in zip(xs, med, strict=True):
+            ax.text(x, m * 1.08, f"{m:.2f}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(backends)))
+    ax.set_xticklabels([f"{b}\n{a[b]['ratio_median']:.1f}x faster" for b in backends])
+    ax.set_yscale("log")
+    ax.set_ylabel("ms per cycle (bar: median, whisker: p95)")
+    ax.set_title("(a) one approve cycle on a fresh thread")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
+def plot_bytes(res: dict[str, Any], out: Path) -> None:
+    b = res["b"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for backend in ("memory", "sqlite", "postgres"):
+        if backend not in b:
+            continue
+        for name in ("langchain", "interlock"):
+            sizes = {int(k): v for k, v in b[backend]["sizes"][name].items()}
+            base = sizes.get(0, 0)
+            ks = sorted(k for k in sizes if k > 0)
+            ys = [max(sizes[k] - base, 1) / 1024 for k in ks]
+            ax.plot(ks, ys, STYLES[backend], color=COLORS[name], marker=".",
+                    label=f"{name}, {backend}")
+    ax.set_yscale("log")
+    ax.set_xlabel("K (cycles in one thread)")
+    ax.set_ylabel("KB stored (minus the empty store)")
+    ax.set_title("(b) bytes stored after K cycles")
+    ax.legend(fontsize=8, ncol=2)
+    ax.grid(which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
+def plot_cycle_k(raw: dict[str, Any] | None, out: Path) -> None:
+    if raw is None:
+        return
+    b = raw["b"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for backend in ("memory", "sqlite", "postgres"):
+        if backend not in b:
+            continue
+        for name in ("langchain", "interlock"):
+            ts = [t * 1e3 for t in b[backend]["times"][name]]
+            # median of 5 consecutive cycles, to keep the lines readable
+            sm = [sorted(ts[max(0, i - 4):i + 1])[len(ts[max(0, i - 4):i + 1]) // 2]
+                  for i in range(len(ts))]
+            ax.plot(range(1, len(ts) + 1), sm, STYLES[backend], color=COLORS[name],
+                    label=f"{name}, {backend}")
+    ax.set_yscale("log")
+    ax.set_xlabel("K (cycles in one thread)")
+    ax.set_ylabel("ms for cycle K (median of K-4..K)")
+    ax.set_title("(b) time of the K-th cycle")
+    ax.legend(fontsize=8, ncol=2)
+    ax.grid(which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--results", default=str(HERE / "results" / "latest.json"))
+    p.add_argument("--raw", default=None, help="raw file for the K-th-cycle plot (default: "
+                   "the newest in bench/results/raw/ of the same run)")
+    p.add_argument("--out", default=str(ROOT / "docs" / "img"))
+    a = p.parse_args()
+    res = json.loads(Path(a.results).read_text())
+    raw = None
+    raw_path = Path(a.raw) if a.raw else None
+    if raw_path is None:
+        for f in sorted((HERE / "results" / "raw").glob("*.json"), reverse=True):
+            data = json.loads(f.read_text())
+            if data["summary"].get("started") == res.get("started"):
+                raw = data["raw"]
+                break
+    else:
+        raw = json.loads(raw_path.read_text())["raw"]
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if "a" in res:
+        plot_cycle(res, out / "bench_cycle.png")
+    if "b" in res:
+        plot_bytes(res, out / "bench_bytes.png")
+        plot_cycle_k(raw, out / "bench_cycle_k.png")
+    print(f"plots written to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,494 @@
+"""interlock vs LangChain ``create_agent`` + ``HumanInTheLoopMiddleware``: one entry point.
+
+    .venv-bench/bin/python bench/run.py [--backends memory,sqlite,postgres] [--quick]
+
+Runs the same scripted scenario (see ``scenario.py``) on both systems, on each backend, in one
+run, and prints every figure with the ratio LangChain / interlock:
+
+  (a) one cycle on a fresh thread: median and p95;
+  (b) one thread, K cycles: time of the K-th cycle and bytes stored, for K = 10, 50, 200;
+  (c) cold resume of a thread with 50 cycles of history, from a new process;
+  (d) N threads paused at once (10,000; 1,000 with --quick), each system in its own process:
+      time to create, bytes, peak RSS growth, time to resume one at random;
+  plus the time of ``import interlock`` / ``import langchain.agents`` in a fresh process.
+
+Figures (a) and (b) run both systems in this process, alternating in blocks of cycles so that
+machine noise hits both alike. Results go to ``bench/results/latest.json`` (and the full
+per-cycle data to ``bench/results/raw/``); ``bench/plots.py`` draws the PNGs from them.
+This is a benchmark, not a test: it is not run by CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import pg_util  # noqa: E402
+from il_side import InterlockSystem  # noqa: E402
+from lc_side import LangChainSystem, sqlite_default_synchronous  # noqa: E402
+from scenario import cycle, machine_info, percentile  # noqa: E402
+
+DEFAULT_DSN = os.environ.get("INTERLOCK_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+SYSTEMS = ("langchain", "interlock")
+
+CYCLE_TARGET = {"memory": 10.0, "sqlite": 10.0, "postgres": 5.0}
+TARGETS: dict[str, Any] = {
+    "cycle_ratio": CYCLE_TARGET,
+    "bytes_ratio_50": 50.0,
+    "linear_growth": 1.5,
+    "cold_resume_ratio": 10.0,
+    "rss_growth_mb": 50.0,
+    "import_s": 0.3,
+}
+
+
+def log(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.quick: bool = args.quick
+        self.dsn: str = args.pg_dsn
+        self.workdir = Path(args.workdir or tempfile.mkdtemp(prefix="interlock-bench-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.a_cycles = 40 if self.quick else 200
+        self.a_warmup = 10 if self.quick else 20
+        self.b_kmax = 50 if self.quick else 200
+        self.b_marks = [10, 50] if self.quick else [10, 50, 200]
+        self.c_history = 50
+        self.c_reps = 2 if self.quick else 5
+        self.d_threads = args.threads or (1000 if self.quick else 10_000)
+        self.d_resumes = 5 if self.quick else 20
+        self.import_reps = 3 if self.quick else 7
+        self.results: dict[str, Any] = {}
+        self.raw: dict[str, Any] = {}
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def make(self, system: str, backend: str, tag: str) -> Any:
+        path = str(self.workdir / f"{system}-{tag}.db")
+        for suffix in ("", "-wal", "-shm"):
+            Path(path + suffix).unlink(missing_ok=True)
+        schema = f"bench_{'lg' if system == 'langchain' else 'il'}_{tag}"
+        if backend == "postgres":
+            pg_util.reset_schema(self.dsn, schema)
+        if system == "langchain":
+            return LangChainSystem(backend, sqlite_path=path, pg_dsn=self.dsn, pg_schema=schema)
+        s = InterlockSystem(backend, sqlite_path=path, pg_dsn=self.dsn, pg_schema=schema)
+        s.open()
+        return s
+
+    def child_args(self, system: str, backend: str, tag: str) -> list[str]:
+        out = []
+        if backend == "sqlite":
+            out += ["--sqlite-path", str(self.workdir / f"{system}-{tag}.db")]
+        if backend == "postgres":
+            out += ["--pg-dsn", self.dsn,
+                    "--pg-schema", f"bench_{'lg' if system == 'langchain' else 'il'}_{tag}"]
+        return out
+
+    def freeze(self) -> None:
+        if self.args.gc_freeze:
+            gc.collect()
+            gc.freeze()
+
+    def unfreeze(self) -> None:
+        if self.args.gc_freeze:
+            gc.unfreeze()
+            gc.collect()
+
+    # -- (a) ----------------------------------------------------------------------------------
+
+    def fig_a(self, backend: str) -> None:
+        log(f"\n(a) one cycle, fresh thread each time — {backend}: {self.a_cycles} cycles per "
+            f"system after {self.a_warmup} warm-up cycles, in alternating blocks of 20")
+        systems = {s: self.make(s, backend, "a") for s in SYSTEMS}
+        for name, s in systems.items():
+            for i in range(self.a_warmup):
+                cycle(s, f"warm-{i}")
+            self.results.setdefault("durability", {}).setdefault(backend, {})[name] = \
+                s.describe_durability()
+        self.freeze()
+        times: dict[str, list[float]] = {s: [] for s in SYSTEMS}
+        pause: dict[str, list[float]] = {s: [] for s in SYSTEMS}
+        resume: dict[str, list[float]] = {s: [] for s in SYSTEMS}
+        block = 20
+        for start in range(0, self.a_cycles, block):
+            order = SYSTEMS if (start // block) % 2 == 0 else SYSTEMS[::-1]
+            for name in order:
+                for i in range(start, min(start + block, self.a_cycles)):
+                    p, r = cycle(systems[name], f"a-{i}")
+                    times[name].append(p + r)
+                    pause[name].append(p)
+                    resume[name].append(r)
+        out: dict[str, Any] = {}
+        for name in SYSTEMS:
+            out[name] = {
+                "median_ms": statistics.median(times[name]) * 1e3,
+                "p95_ms": percentile(times[name], 95) * 1e3,
+                "pause_median_ms": statistics.median(pause[name]) * 1e3,
+                "resume_median_ms": statistics.median(resume[name]) * 1e3,
+                "min_ms": min(times[name]) * 1e3,
+            }
+            systems[name].close()
+        self.unfreeze()
+        out["ratio_median"] = out["langchain"]["median_ms"] / out["interlock"]["median_ms"]
+        out["ratio_p95"] = out["langchain"]["p95_ms"] / out["interlock"]["p95_ms"]
+        out["target"] = CYCLE_TARGET[backend]
+        self.results.setdefault("a", {})[backend] = out
+        self.raw.setdefault("a", {})[backend] = {n: times[n] for n in SYSTEMS}
+        for name in SYSTEMS:
+            o = out[name]
+            log(f"  {name:10s} median {o['median_ms']:8.3f} ms   p95 {o['p95_ms']:8.3f} ms   "
+                f"(to pause {o['pause_median_ms']:.3f}, approve→answer "
+                f"{o['resume_median_ms']:.3f})")
+        log(f"  ratio LangChain/interlock: median {out['ratio_median']:.1f}x, p95 "
+            f"{out['ratio_p95']:.1f}x  (target ≥{out['target']:.0f}x: "
+            f"{verdict(out['ratio_median'] >= out['target'])})")
+        del systems
+        gc.collect()
+
+    # -- (b) ----------------------------------------------------------------------------------
+
+    def fig_b(self, backend: str) -> None:
+        kmax = self.b_kmax
+        log(f"\n(b) one thread, {kmax} cycles — {backend}")
+        systems = {s: self.make(s, backend, "b") for s in SYSTEMS}
+        every = 5 if kmax <= 50 else 10
+        quarter = kmax // 4
+        measure_at = sorted({1, 5, *range(every, kmax + 1, every), *self.b_marks, quarter,
+                             kmax - quarter})
+        times: dict[str, list[float]] = {s: [] for s in SYSTEMS}
+        sizes: dict[str, dict[int, int]] = {s: {0: systems[s].stored_bytes()} for s in SYSTEMS}
+        self.freeze()
+        # blocks of `every` cycles per system, alternating which system goes first
+        for start in range(0, kmax, every):
+            order = SYSTEMS if (start // every) % 2 == 0 else SYSTEMS[::-1]
+            for name in order:
+                for k in range(start + 1, min(start + every, kmax) + 1):
+                    p, r = cycle(systems[name], "the-thread")
+                    times[name].append(p + r)
+                    if k in measure_at:
+                        sizes[name][k] = systems[name].stored_bytes()
+        self.unfreeze()
+        out: dict[str, Any] = {"marks": {}}
+        for k in self.b_marks:
+            row: dict[str, Any] = {}
+            for name in SYSTEMS:
+                window = times[name][max(0, k - 5):k]
+                row[name] = {
+                    "cycle_ms": times[name][k - 1] * 1e3,
+                    "cycle_median5_ms": statistics.median(window) * 1e3,
+                    "bytes": sizes[name][k],
+                }
+            row["ratio_time"] = (row["langchain"]["cycle_median5_ms"]
+                                 / row["interlock"]["cycle_median5_ms"])
+            row["ratio_bytes"] = row["langchain"]["bytes"] / row["interlock"]["bytes"]
+            out["marks"][str(k)] = row
+        growth: dict[str, Any] = {}
+        for name in SYSTEMS:
+            first = sizes[name][quarter] - sizes[name][0]
+            last = sizes[name][kmax] - sizes[name][kmax - quarter]
+            growth[name] = {"first": first, "last": last, "ratio": last / first if first else 0}
+        out["growth"] = growth
+        out["growth_window"] = quarter
+        out["sizes"] = {n: {str(k): v for k, v in sizes[n].items()} for n in SYSTEMS}
+        self.results.setdefault("b", {})[backend] = out
+        self.raw.setdefault("b", {})[backend] = {"times": times, "sizes": out["sizes"]}
+        for k in self.b_marks:
+            row = out["marks"][str(k)]
+            lc, il = row["langchain"], row["interlock"]
+            log(f"  K={k:<4d} cycle K (median of cycles K-4..K): LangChain "
+                f"{lc['cycle_median5_ms']:8.2f} ms, interlock {il['cycle_median5_ms']:7.2f} ms "
+                f"({row['ratio_time']:.1f}x)   bytes: LangChain {fmt_bytes(lc['bytes'])}, "
+                f"interlock {fmt_bytes(il['bytes'])} ({row['ratio_bytes']:.1f}x)")
+        if 50 in self.b_marks:
+            r50 = out["marks"]["50"]["ratio_bytes"]
+            log(f"  bytes after 50 cycles, LangChain/interlock: {r50:.1f}x (target ≥50x vs "
+                f"SqliteSaver: {verdict(r50 >= 50) if backend == 'sqlite' else 'n/a here'})")
+        for name in SYSTEMS:
+            g = growth[name]
+            log(f"  {name:10s} growth: first {quarter} cycles {fmt_bytes(g['first'])}, last "
+                f"{quarter} of {kmax} {fmt_bytes(g['last'])} → {g['ratio']:.2f}x"
+                + (f" (target ≤1.5x: {verdict(g['ratio'] <= 1.5)})" if name == "interlock"
+                   else ""))
+        for s in systems.values():
+            s.close()
+        del systems
+        gc.collect()
+
+    # -- (c) ----------------------------------------------------------------------------------
+
+    def fig_c(self, backend: str) -> None:
+        if backend == "memory":
+            log("\n(c) cold resume — memory: n/a (nothing survives the process)")
+            return
+        h, reps = self.c_history, self.c_reps
+        log(f"\n(c) cold resume of a thread with {h} cycles of history, new process each — "
+            f"{backend}: {reps} runs per system")
+        # prepare: `reps` threads per system, each with h finished cycles and one more paused
+        for name in SYSTEMS:
+            s = self.make(name, backend, "c")
+            for r in range(reps):
+                tid = f"cold-{r}"
+                for _ in range(h):
+                    cycle(s, tid)
+                s.pause(tid)
+            s.close()
+            del s
+            gc.collect()
+        per: dict[str, list[dict[str, float]]] = {n: [] for n in SYSTEMS}
+        for r in range(reps):
+            for name in SYSTEMS if r % 2 == 0 else SYSTEMS[::-1]:
+                cmd = [sys.executable, str(HERE / "cold_resume_child.py"), "--system", name,
+                       "--backend", backend, "--thread", f"cold-{r}",
+                       *self.child_args(name, backend, "c")]
+                t0 = time.perf_counter()
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                wall = time.perf_counter() - t0
+                if proc.returncode != 0:
+                    raise RuntimeError(f"cold resume child failed:\n{proc.stderr}")
+                data = json.loads(proc.stdout.strip().splitlines()[-1])
+                data["process_s"] = wall
+                per[name].append(data)
+        out: dict[str, Any] = {}
+        for name in SYSTEMS:
+            out[name] = {k + "_median": statistics.median(d[k] for d in per[name])
+                         for k in ("import_s", "open_s", "resume_s", "process_s")}
+        out["ratio_resume"] = (out["langchain"]["resume_s_median"]
+                               / out["interlock"]["resume_s_median"])
+        out["ratio_process"] = (out["langchain"]["process_s_median"]
+                                / out["interlock"]["process_s_median"])
+        out["history_cycles"] = h
+        self.results.setdefault("c", {})[backend] = out
+        self.raw.setdefault("c", {})[backend] = per
+        for name in SYSTEMS:
+            o = out[name]
+            log(f"  {name:10s} resume call {o['resume_s_median'] * 1e3:8.2f} ms   (process "
+                f"{o['process_s_median'] * 1e3:7.0f} ms: imports {o['import_s_median'] * 1e3:.0f}"
+                f" ms, open store {o['open_s_median'] * 1e3:.1f} ms)")
+        log(f"  ratio resume call: {out['ratio_resume']:.1f}x (target ≥10x: "
+            f"{verdict(out['ratio_resume'] >= 10)}); whole process: {out['ratio_process']:.1f}x")
+
+    # -- (d) ----------------------------------------------------------------------------------
+
+    def fig_d(self, backend: str) -> None:
+        n = self.d_threads
+        log(f"\n(d) {n:,} threads paused at once — {backend} (each system in its own process)")
+        out: dict[str, Any] = {}
+        for name in SYSTEMS:
+            tag = "d"
+            path = self.workdir / f"{name}-{tag}.db"
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+            if backend == "postgres":
+                pg_util.reset_schema(self.dsn, f"bench_{'lg' if name == 'langchain' else 'il'}_d")
+            cmd = [sys.executable, str(HERE / "many_threads_child.py"), "--system", name,
+                   "--backend", backend, "--n", str(n), "--resumes", str(self.d_resumes),
+                   *self.child_args(name, backend, tag)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"many-threads child failed:\n{proc.stderr}")
+            out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+            o = out[name]
+            log(f"  {name:10s} create {o['create_s']:7.2f} s ({o['per_thread_ms']:.2f} ms/thread)"
+                f"   bytes {fmt_bytes(o['bytes'])}   peak RSS {o['maxrss_before_kb'] / 1024:.0f}"
+                f" → {o['maxrss_after_kb'] / 1024:.0f} MB (+{o['peak_growth_mb']:.1f} MB)   "
+                f"resume one at random: median {o['resume_median_ms']:.2f} ms")
+        out["ratio_create"] = out["langchain"]["create_s"] / out["interlock"]["create_s"]
+        out["ratio_bytes"] = out["langchain"]["bytes"] / out["interlock"]["bytes"]
+        out["ratio_resume"] = (out["langchain"]["resume_median_ms"]
+                               / out["interlock"]["resume_median_ms"])
+        g = out["interlock"]["peak_growth_mb"]
+        log(f"  ratios LangChain/interlock: create {out['ratio_create']:.1f}x, bytes "
+            f"{out['ratio_bytes']:.1f}x, resume {out['ratio_resume']:.1f}x; interlock peak RSS "
+            f"growth {g:.1f} MB (target ≤50 MB: {verdict(g <= 50)})")
+        self.results.setdefault("d", {})[backend] = out
+
+    # -- import time --------------------------------------------------------------------------
+
+    def fig_import(self) -> None:
+        log(f"\nimport time in a fresh process ({self.import_reps} runs each, median)")
+        out: dict[str, Any] = {}
+        probe = ("import time; t = time.perf_counter(); import {m}; "
+                 "print(time.perf_counter() - t)")
+        for label, module in (("interlock", "interlock"), ("langchain", "langchain.agents")):
+            walls, inproc = [], []
+            for _ in range(self.import_reps):
+                t0 = time.perf_counter()
+                proc = subprocess.run([sys.executable, "-c", probe.format(m=module)],
+                                      capture_output=True, text=True, check=True)
+                walls.append(time.perf_counter() - t0)
+                inproc.append(float(proc.stdout.strip()))
+            bare = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-c", "pass"], check=True)
+                bare.append(time.perf_counter() - t0)
+            out[label] = {"import_s": statistics.median(inproc),
+                          "import_min_s": min(inproc),
+                          "process_s": statistics.median(walls),
+                          "bare_interpreter_s": statistics.median(bare)}
+            o = out[label]
+            log(f"  import {module:18s} {o['import_s']:.3f} s (min {o['import_min_s']:.3f}); "
+                f"whole process {o['process_s']:.3f} s (bare interpreter "
+                f"{o['bare_interpreter_s']:.3f} s)")
+        il = out["interlock"]["import_s"]
+        out["ratio"] = out["langchain"]["import_s"] / il
+        log(f"  ratio {out['ratio']:.1f}x; target: import interlock < 0.3 s: "
+            f"{verdict(il < TARGETS['import_s'])}")
+        self.results["import"] = out
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for pkg in ("interlock", "langchain", "langchain-core", "langgraph", "langgraph-checkpoint",
+                "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres",
+                "langgraph-prebuilt", "pydantic", "psycopg", "psycopg-pool"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    out["sqlite"] = sqlite3.sqlite_version
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--backends", default="memory,sqlite,postgres",
+                   help="comma-separated subset of memory,sqlite,postgres")
+    p.add_argument("--figures", default="a,b,c,d,import",
+                   help="comma-separated subset of a,b,c,d,import")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer cycles, K up to 50, 1,000 threads for (d): a few minutes")
+    p.add_argument("--threads", type=int, default=None, help="threads for (d)")
+    p.add_argument("--gc-freeze", action="store_true",
+                   help="for (a) and (b), move the objects that exist after imports and "
+                   "warm-up to the permanent GC generation (a sensitivity check: by default the "
+                   "collector runs as in any application)")
+    p.add_argument("--pg-dsn", default=DEFAULT_DSN)
+    p.add_argument("--workdir", default=None, help="where the SQLite files go (default: a "
+                   "temporary directory, removed at the end together with the Postgres "
+                   "schemas bench_lg_* / bench_il_*)")
+    p.add_argument("--out", default=str(HERE / "results"))
+    args = p.parse_args()
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    figures = [f.strip() for f in args.figures.split(",") if f.strip()]
+    bench = Bench(args)
+    if "postgres" in backends:
+        problem = pg_util.available(args.pg_dsn)
+        if problem is not None:
+            log(f"Postgres not reachable at {args.pg_dsn} ({problem}); skipping postgres.")
+            backends.remove("postgres")
+        else:
+            try:
+                import interlock.storage.postgres  # noqa: F401
+            except ImportError as exc:
+                log(f"interlock has no Postgres backend here ({exc}); skipping postgres.")
+                backends.remove("postgres")
+
+    started = time.time()
+    info = machine_info()
+    bench.results.update({
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "gc_freeze": args.gc_freeze,
+        "machine": info,
+        "versions": versions(),
+        "backends": backends,
+        "settings": {
+            "a_cycles": bench.a_cycles, "a_warmup": bench.a_warmup, "b_kmax": bench.b_kmax,
+            "c_history": bench.c_history, "c_reps": bench.c_reps,
+            "d_threads": bench.d_threads, "d_resumes": bench.d_resumes,
+        },
+        "sqlite_saver_default": sqlite_default_synchronous(),
+    })
+    if "postgres" in backends:
+        bench.results["postgres_server"] = pg_util.server_info(args.pg_dsn)
+    v = bench.results["versions"]
+    log(f"machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM, Python "
+        f"{info['python']}, load average {tuple(round(x, 2) for x in info['loadavg'])}")
+    log(f"interlock {v['interlock']}; langchain {v['langchain']}, langchain-core "
+        f"{v['langchain-core']}, langgraph {v['langgraph']}, langgraph-checkpoint-sqlite "
+        f"{v['langgraph-checkpoint-sqlite']}, langgraph-checkpoint-postgres "
+        f"{v['langgraph-checkpoint-postgres']}; SQLite {v['sqlite']}")
+    log("durability, same on both sides:")
+    log("  SQLite: journal_mode=WAL, synchronous=FULL (fsync at every commit) on both; "
+        f"SqliteSaver by itself sets only WAL and runs with SQLite's default "
+        f"({bench.results['sqlite_saver_default']})")
+    if "postgres" in backends:
+        sc = bench.results["postgres_server"]["synchronous_commit"]
+        log(f"  Postgres: synchronous_commit={sc} (server setting; LangGraph's connection reports "
+            f"it, interlock's pool does not change it)")
+    log("  LangGraph: every invoke with durability='sync' (its default is 'async')")
+    log("garbage collector: " + ("frozen after imports and warm-up for (a) and (b)"
+                                 if args.gc_freeze else "on, as in any application"))
+    log(f"backends: {', '.join(backends)}; figures: {', '.join(figures)}"
+        + ("; QUICK run" if args.quick else ""))
+
+    try:
+        for backend in backends:
+            if "a" in figures:
+                bench.fig_a(backend)
+            if "b" in figures:
+                bench.fig_b(backend)
+            if "c" in figures:
+                bench.fig_c(backend)
+            if "d" in figures:
+                bench.fig_d(backend)
+        if "import" in figures:
+            bench.fig_import()
+    finally:
+        if args.workdir is None:  # with --workdir, the files and schemas stay for inspection
+            shutil.rmtree(bench.workdir, ignore_errors=True)
+            if "postgres" in backends:
+                for system in ("lg", "il"):
+                    for tag in ("a", "b", "c", "d"):
+                        pg_util.drop_schema(args.pg_dsn, f"bench_{system}_{tag}")
+    bench.results["elapsed_s"] = time.time() - started
+    bench.results["loadavg_end"] = os.getloadavg()
+    out = Path(args.out)
+    (out / "raw").mkdir(parents=True, exist_ok=True)
+    name = "latest-quick.json" if args.quick else "latest.json"
+    (out / name).write_text(json.dumps(bench.results, indent=1, sort_keys=True) + "\n")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    (out / "raw" / f"{stamp}.json").write_text(
+        json.dumps({"summary": bench.results, "raw": bench.raw}) + "\n")
+    log(f"\nresults: {out / name} (raw data: {out / 'raw' / (stamp + '.json')}); "
+        f"took {bench.results['elapsed_s'] / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

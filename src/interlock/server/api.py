@@ -1,0 +1,294 @@
+"""The HTTP API (mounted under ``/api``). See docs/server.md for examples."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ..errors import NotAuthorized
+from ..hitl import HITLRequest
+from ..result import RunResult
+from .auth import LOCAL_IDENTITY, Identity
+from .errors import ApiError, unauthorized
+from .hub import INBOX, thread_topic
+from .sse import stream
+from .state import ServerState, get_state
+from .views import (
+    Accepted,
+    AuditPage,
+    AuditProblemOut,
+    ErrorBody,
+    Health,
+    Me,
+    PostAnswer,
+    PostCancel,
+    PostDecisions,
+    PostMessage,
+    RememberedList,
+    Revoked,
+    RunOutcome,
+    StartRun,
+    ThreadDetail,
+    ThreadList,
+    ThreadStatusName,
+    VerifyResult,
+    thread_detail,
+    thread_summary,
+)
+
+_bearer = HTTPBearer(auto_error=False, description="A reviewer token (see docs/server.md).")
+
+State = Annotated[ServerState, Depends(get_state)]
+
+
+async def identity(
+    state: State,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Identity:
+    """The caller, from the bearer token; the local reviewer when no tokens are configured."""
+    if state.auth is None:
+        return LOCAL_IDENTITY
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise unauthorized("Send a reviewer token: 'Authorization: Bearer <token>'.")
+    found = state.auth.authenticate(credentials.credentials.strip())
+    if found is None:
+        raise unauthorized("The bearer token is not valid.")
+    return found
+
+
+Caller = Annotated[Identity, Depends(identity)]
+ThreadId = Annotated[str, "thread id"]
+Wait = Annotated[bool, Query(description="Wait for the run to pause or finish and return its "
+                                         "outcome (200) instead of 202.")]
+
+
+def _err(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {c: {"model": ErrorBody} for c in codes}
+
+
+router = APIRouter(prefix="/api")
+
+
+def _urls(request: Request, thread_id: str, after: str) -> Accepted:
+    root = request.scope.get("root_path", "")
+    base = f"{root}/api/threads/{quote(thread_id, safe='')}"
+    return Accepted(thread_id=thread_id, thread_url=base,
+                    events_url=f"{base}/events?after={quote(after)}")
+
+
+def _outcome(request: Request, thread_id: str, after: str,
+             result: RunResult | None) -> JSONResponse:
+    if result is None:
+        body = _urls(request, thread_id, after)
+        return JSONResponse(body.model_dump(mode="json"), status_code=202,
+                            headers={"Location": body.thread_url})
+    return JSONResponse(result.to_json(), status_code=200)
+
+
+_RUN_RESPONSES: dict[int | str, dict[str, Any]] = {
+    202: {"model": Accepted, "description": "Stored; the run continues in the background."},
+    200: {"model": RunOutcome, "description": "With ?wait=true: how the run ended."},
+}
+
+
+@router.get("/health", response_model=Health, tags=["server"])
+async def health(state: State) -> Health:
+    """Liveness (no authentication)."""
+    return Health(ok=True, checkpointer=type(state.agent.checkpointer).__name__)
+
+
+@router.get("/me", response_model=Me, tags=["server"], responses=_err(401))
+async def me(caller: Caller) -> Me:
+    """The identity of the token (``local`` without tokens)."""
+    return Me(id=caller.id, roles=sorted(caller.roles), auth=caller.authenticated)
+
+
+# -- threads ----------------------------------------------------------------------------------
+
+
+@router.get("/threads", response_model=ThreadList, tags=["threads"], responses=_err(401))
+async def list_threads(
+    state: State,
+    _: Caller,
+    status: Annotated[ThreadStatusName | None, Query(
+        description="interrupted = the inbox of pending requests")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    before: Annotated[datetime | None, Query(
+        description="Only threads updated before this time (the previous page's next_before)."
+    )] = None,
+) -> ThreadList:
+    """Threads, most recently updated first."""
+    rows = await state.agent.alist_threads(status=status, limit=limit + 1, before=before)
+    page = rows[:limit]
+    return ThreadList(threads=[thread_summary(r) for r in page],
+                      next_before=page[-1].updated_at if len(rows) > limit else None)
+
+
+@router.post("/threads", status_code=202, tags=["threads"],
+             responses={**_RUN_RESPONSES, **_err(401, 409)})
+async def start_run(request: Request, state: State, _: Caller, body: StartRun,
+                    wait: Wait = False) -> JSONResponse:
+    """Send a user message to a new thread (or to ``thread_id``) and run the agent."""
+    thread_id = body.thread_id or uuid.uuid4().hex
+    after = state.hub.last_id()
+    result = await state.runner.start(thread_id, body.message, wait=wait)
+    return _outcome(request, thread_id, after, result)
+
+
+@router.get("/threads/{thread_id}", response_model=ThreadDetail, tags=["threads"],
+            responses=_err(401, 404))
+async def get_thread(state: State, _: Caller, thread_id: ThreadId) -> ThreadDetail:
+    """A thread: its messages, pending requests, every tool call and its audit history."""
+    return await thread_detail(state.agent, await state.agent.aget_thread(thread_id))
+
+
+@router.post("/threads/{thread_id}/messages", status_code=202, tags=["threads"],
+             responses={**_RUN_RESPONSES, **_err(401, 404, 409)})
+async def post_message(request: Request, state: State, _: Caller, thread_id: ThreadId,
+                       body: PostMessage, wait: Wait = False) -> JSONResponse:
+    """A new user message on an existing thread (409 while it waits for a decision)."""
+    await state.agent.aget_thread(thread_id)
+    after = state.hub.last_id()
+    result = await state.runner.start(thread_id, body.message, wait=wait)
+    return _outcome(request, thread_id, after, result)
+
+
+@router.post("/threads/{thread_id}/decisions", status_code=202, tags=["review"],
+             responses={**_RUN_RESPONSES, **_err(401, 403, 404, 409, 422)})
+async def post_decisions(request: Request, state: State, caller: Caller, thread_id: ThreadId,
+                         body: PostDecisions, wait: Wait = False) -> JSONResponse:
+    """Approve / edit / reject / respond. The reviewer is the token's owner; a ``reviewer``
+    field in the body is ignored."""
+    after = state.hub.last_id()
+    result = await state.runner.resume(
+        thread_id, body.decisions, interrupt_id=body.interrupt_id,
+        reviewer=caller.reviewer(), actor=caller.id, wait=wait)
+    return _outcome(request, thread_id, after, result)
+
+
+@router.post("/threads/{thread_id}/answer", status_code=202, tags=["review"],
+             responses={**_RUN_RESPONSES, **_err(401, 404, 409, 422)})
+async def post_answer(request: Request, state: State, caller: Caller, thread_id: ThreadId,
+                      body: PostAnswer, wait: Wait = False) -> JSONResponse:
+    """Answer a pending ``interrupt(...)`` question."""
+    after = state.hub.last_id()
+    result = await state.runner.answer(
+        thread_id, body.value, interrupt_id=body.interrupt_id,
+        reviewer=caller.reviewer(), actor=caller.id, wait=wait)
+    return _outcome(request, thread_id, after, result)
+
+
+@router.post("/threads/{thread_id}/cancel", response_model=RunOutcome, tags=["review"],
+             responses=_err(401, 403, 404, 409))
+async def cancel(state: State, caller: Caller, thread_id: ThreadId,
+                 body: PostCancel | None = None) -> JSONResponse:
+    """Close every pending call with a "cancelled by reviewer" result; the thread goes idle.
+    Needs a role allowed to decide every pending request."""
+    current = await state.agent.aget_thread(thread_id)
+    for intr in current.interrupts:
+        if intr.kind == "review" and isinstance(intr.value, HITLRequest):
+            for a, c in zip(intr.value.action_requests, intr.value.review_configs, strict=True):
+                if not caller.may_decide(c.reviewers):
+                    roles = ", ".join(sorted(caller.roles)) or "none"
+                    raise NotAuthorized(
+                        f"Reviewer {caller.id!r} (roles: {roles}) may not cancel thread "
+                        f"{thread_id!r}: call {a.tool_call_id!r} ({a.name}) needs one of the "
+                        f"roles: {', '.join(c.reviewers or [])}. Nothing was changed."
+                    )
+    result = await state.agent.acancel(thread_id, reason=body.reason if body else None,
+                                       reviewer=caller.reviewer() or caller.id)
+    state.watcher.poke()
+    return JSONResponse(result.to_json())
+
+
+@router.get("/threads/{thread_id}/remembered", response_model=RememberedList,
+            tags=["review"], responses=_err(401, 404))
+async def remembered(state: State, _: Caller, thread_id: ThreadId) -> RememberedList:
+    """Standing "approve and remember" rules of the thread."""
+    return RememberedList(remembered=await state.agent.aremembered(thread_id))
+
+
+@router.delete("/threads/{thread_id}/remembered/{tool_name}", response_model=Revoked,
+               tags=["review"], responses=_err(401, 404))
+async def revoke(state: State, caller: Caller, thread_id: ThreadId, tool_name: str) -> Revoked:
+    """Withdraw the remembered approval for ``tool_name``: its next call pauses again."""
+    await state.agent.aget_thread(thread_id)
+    if not await state.agent.arevoke(thread_id, tool_name,
+                                     reviewer=caller.reviewer() or caller.id):
+        raise ApiError(404, "RuleNotFound",
+                       f"Thread {thread_id!r} has no remembered approval for {tool_name!r}.")
+    state.watcher.poke()
+    return Revoked(revoked=True)
+
+
+# -- audit ------------------------------------------------------------------------------------
+
+
+async def _audit_page(state: ServerState, thread_id: str | None, after_id: int,
+                      limit: int) -> AuditPage:
+    records = await state.agent.aaudit(thread_id, after_id=after_id, limit=limit)
+    nxt = records[-1].id if len(records) == limit and records else None
+    return AuditPage(records=records, next_after_id=nxt)
+
+
+AfterId = Annotated[int, Query(ge=0, description="Rows after this global id.")]
+Limit = Annotated[int, Query(ge=1, le=5000)]
+
+
+@router.get("/audit", response_model=AuditPage, tags=["audit"], responses=_err(401))
+async def audit(state: State, _: Caller, thread_id: str | None = None, after_id: AfterId = 0,
+                limit: Limit = 500) -> AuditPage:
+    """The audit log in insertion order (all threads, or one)."""
+    return await _audit_page(state, thread_id, after_id, limit)
+
+
+@router.get("/audit/verify", response_model=VerifyResult, tags=["audit"], responses=_err(401))
+async def verify(state: State, _: Caller, thread_id: str | None = None) -> VerifyResult:
+    """Check the hash chains; any edited, deleted or reordered row is reported."""
+    problems = await state.agent.averify_audit(thread_id)
+    return VerifyResult(ok=not problems, problems=[
+        AuditProblemOut(thread_id=p.thread_id, seq=p.seq, problem=p.problem) for p in problems])
+
+
+@router.get("/threads/{thread_id}/audit", response_model=AuditPage, tags=["audit"],
+            responses=_err(401, 404))
+async def thread_audit(state: State, _: Caller, thread_id: ThreadId, after_id: AfterId = 0,
+                       limit: Limit = 500) -> AuditPage:
+    """One thread's audit rows."""
+    await state.agent.aget_thread(thread_id)
+    return await _audit_page(state, thread_id, after_id, limit)
+
+
+# -- live streams -----------------------------------------------------------------------------
+
+_SSE: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/event-stream": {}}, "description": "Server-sent events."},
+}
+LastEventId = Annotated[str | None, Header(alias="Last-Event-ID")]
+After = Annotated[str | None, Query(description="Replay buffered events after this event id.")]
+
+
+@router.get("/threads/{thread_id}/events", tags=["streams"], response_class=StreamingResponse,
+            responses={**_SSE, **_err(401, 404)})
+async def thread_events(state: State, _: Caller, thread_id: ThreadId, after: After = None,
+                        last_event_id: LastEventId = None) -> StreamingResponse:
+    """SSE: this thread's run events (model_text_delta, tool_call_proposed, interrupt_raised,
+    tool_started, tool_finished, run_completed, run_failed) and thread_updated."""
+    await state.agent.aget_thread(thread_id)
+    return stream(state, thread_topic(thread_id), last_event_id or after)
+
+
+@router.get("/inbox/events", tags=["streams"], response_class=StreamingResponse,
+            responses={**_SSE, **_err(401)})
+async def inbox_events(state: State, _: Caller, after: After = None,
+                       last_event_id: LastEventId = None) -> StreamingResponse:
+    """SSE for every thread, from every server process on the same database: request_raised,
+    request_resolved, thread_updated (each with the thread's summary) and resync."""
+    return stream(state, INBOX, last_event_id or after)
+

@@ -1,0 +1,116 @@
+"""``create_app(agent)``: the review server as an ASGI application (FastAPI)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+
+from .. import __version__
+from ..agent import Agent
+from ..errors import InterlockError
+from . import errors
+from .api import router
+from .auth import TokenConfig, load_tokens
+from .hub import Hub
+from .runner import Runner
+from .security import SecurityMiddleware
+from .state import ServerState
+from .watcher import InboxWatcher
+
+log = logging.getLogger("interlock.server")
+STATIC = Path(__file__).parent / "static"
+
+
+async def _sweep(agent: Agent, watcher: InboxWatcher, interval: float) -> None:
+    """Apply review deadlines (``InterruptOn(expires_after=...)``) periodically."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            if await agent.aexpire_due():
+                watcher.poke()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("expiry sweep failed; retrying in %.0f s", interval)
+
+
+def create_app(
+    agent: Agent,
+    *,
+    tokens: TokenConfig | None = None,
+    use_env_tokens: bool = True,
+    poll_interval: float = 0.5,
+    expiry_interval: timedelta | None = timedelta(seconds=30),
+    sse_keepalive: float = 15.0,
+    shutdown_grace: float = 5.0,
+    inbox: bool = True,
+    title: str = "interlock review server",
+) -> FastAPI:
+    """Build the review server for ``agent``.
+
+    ``tokens``: a :class:`TokenAuth`, a path to a TOML/JSON token file or the parsed
+    configuration; ``None`` reads ``INTERLOCK_TOKENS`` / ``INTERLOCK_TOKENS_FILE`` (unless
+    ``use_env_tokens=False``) and, when neither is set, runs in local mode: no tokens, reviewer
+    ``local`` with every role, loopback clients only.
+    ``poll_interval``: seconds between checkpointer polls feeding the inbox stream (changes made
+    by other processes appear within it). ``expiry_interval``: how often pending requests are
+    checked against their deadline (``None`` disables the sweeper). ``inbox``: serve the web
+    inbox at ``/``.
+    """
+    auth = load_tokens(tokens, use_env=use_env_tokens)
+    hub = Hub()
+    watcher = InboxWatcher(agent, hub, interval=poll_interval)
+    runner = Runner(agent, hub, watcher.poke)
+    state = ServerState(agent=agent, auth=auth, hub=hub, watcher=watcher, runner=runner,
+                        sse_keepalive=sse_keepalive)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        state.loop = asyncio.get_running_loop()
+        background = [asyncio.create_task(watcher.run(), name="interlock-inbox-watcher")]
+        if expiry_interval is not None:
+            background.append(asyncio.create_task(
+                _sweep(agent, watcher, expiry_interval.total_seconds()),
+                name="interlock-expiry-sweeper"))
+        mode = f"{len(auth)} reviewer token(s)" if auth else "local mode (no tokens)"
+        log.info("interlock review server for %r: %s", agent, mode)
+        try:
+            yield
+        finally:
+            hub.close()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await runner.aclose(shutdown_grace)
+
+    app = FastAPI(
+        title=title, version=__version__, lifespan=lifespan,
+        description="Review and resume paused agent runs. Authenticate with "
+        "'Authorization: Bearer <token>' unless the server runs in local mode.",
+        openapi_url="/api/openapi.json", docs_url=None, redoc_url=None,
+    )
+    app.state.interlock = state
+    app.include_router(router)
+    app.add_exception_handler(InterlockError, errors.interlock_error)
+    app.add_exception_handler(errors.ApiError, errors.api_error)
+    app.add_exception_handler(RequestValidationError, errors.validation_error)
+    app.add_exception_handler(HTTPException, errors.http_error)
+    if inbox:
+        app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+        @app.get("/", include_in_schema=False)
+        async def index() -> FileResponse:
+            return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.add_middleware(SecurityMiddleware, local_only=auth is None)
+    return app

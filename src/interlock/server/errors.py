@@ -1,0 +1,93 @@
+"""HTTP status codes for interlock's exceptions, and the error body ``{error, message}``."""
+
+from __future__ import annotations
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from ..errors import (
+    ConcurrencyError,
+    ConfigurationError,
+    InterlockError,
+    InvalidDecision,
+    ModelError,
+    NotAuthorized,
+    ResumeError,
+    StorageError,
+    ThreadInterrupted,
+    ThreadNotFound,
+)
+
+
+class ApiError(Exception):
+    """An error of the HTTP layer itself (authentication, unknown rule, ...)."""
+
+    def __init__(self, status: int, error: str, message: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
+        self.message = message
+        self.headers = headers
+
+
+def unauthorized(message: str) -> ApiError:
+    return ApiError(401, "Unauthorized", message, {"WWW-Authenticate": 'Bearer realm="interlock"'})
+
+
+def status_for(exc: InterlockError) -> int:
+    """404 unknown thread, 422 invalid decision, 403 role missing, 409 conflicts and stale or
+    missing requests, 400 bad input, 502 model provider failure, 503 storage, else 500."""
+    if isinstance(exc, ThreadNotFound):
+        return 404
+    if isinstance(exc, InvalidDecision):
+        return 422
+    if isinstance(exc, NotAuthorized):
+        return 403
+    if isinstance(exc, ConcurrencyError | ResumeError | ThreadInterrupted):
+        return 409
+    if isinstance(exc, ConfigurationError):
+        return 400
+    if isinstance(exc, ModelError):
+        return 502
+    if isinstance(exc, StorageError):
+        return 503
+    return 500
+
+
+def body(error: str, message: str, **extra: object) -> dict[str, object]:
+    return {"error": error, "message": message, **extra}
+
+
+async def interlock_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, InterlockError)
+    return JSONResponse(body(type(exc).__name__, str(exc)), status_code=status_for(exc))
+
+
+async def api_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return JSONResponse(body(exc.error, exc.message), status_code=exc.status,
+                        headers=exc.headers)
+
+
+async def validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    parts = [
+        f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', 'invalid')}"
+        for e in errors
+    ]
+    return JSONResponse(
+        body("RequestValidationError", "The request is not valid: " + "; ".join(parts) + ".",
+             detail=[{"loc": list(e.get("loc", ())), "msg": e.get("msg")} for e in errors]),
+        status_code=422,
+    )
+
+
+async def http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    name = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
+    return JSONResponse(body(name, str(exc.detail)), status_code=exc.status_code,
+                        headers=exc.headers)

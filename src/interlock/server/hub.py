@@ -1,0 +1,128 @@
+"""In-process publish/subscribe for the SSE streams, with a short replay buffer per topic.
+
+Topics are ``inbox`` (requests raised / resolved, threads changed) and ``thread:<id>`` (the
+events of one thread's runs). Event ids are ``<epoch>-<n>``: ``epoch`` is random per process,
+so a client reconnecting with ``Last-Event-ID`` to a different process gets no wrong replay
+(it refetches the state instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+INBOX = "inbox"
+
+
+def thread_topic(thread_id: str) -> str:
+    return f"thread:{thread_id}"
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    id: str
+    event: str
+    data: dict[str, Any]
+
+    def encode(self) -> bytes:
+        """The event in ``text/event-stream`` framing."""
+        payload = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"), default=str)
+        return f"id: {self.id}\nevent: {self.event}\ndata: {payload}\n\n".encode()
+
+
+@dataclass(eq=False)
+class Subscription:
+    topic: str
+    queue: asyncio.Queue[StreamEvent | None]
+    overflowed: bool = False
+    closed: bool = field(default=False)
+
+
+class Hub:
+    """Fan-out of events to SSE subscribers. Not thread-safe: use it from the server's loop."""
+
+    def __init__(self, *, buffer: int = 64, max_topics: int = 256, queue_size: int = 1000):
+        self.epoch = uuid.uuid4().hex[:8]
+        self._buffer = buffer
+        self._max_topics = max_topics
+        self._queue_size = queue_size
+        self._seq = 0
+        self._buffers: OrderedDict[str, deque[StreamEvent]] = OrderedDict()
+        self._subs: dict[str, set[Subscription]] = {}
+        self._closed = False
+
+    def last_id(self) -> str:
+        """Id of the last event published (on any topic); replay starts after it."""
+        return f"{self.epoch}-{self._seq}"
+
+    def publish(self, topic: str, event: str, data: dict[str, Any]) -> StreamEvent:
+        self._seq += 1
+        ev = StreamEvent(f"{self.epoch}-{self._seq}", event, data)
+        buf = self._buffers.get(topic)
+        if buf is None:
+            buf = self._buffers[topic] = deque(maxlen=self._buffer)
+            while len(self._buffers) > self._max_topics:
+                self._buffers.popitem(last=False)
+        else:
+            self._buffers.move_to_end(topic)
+        buf.append(ev)
+        for sub in list(self._subs.get(topic, ())):
+            if sub.overflowed:
+                continue
+            try:
+                sub.queue.put_nowait(ev)
+            except asyncio.QueueFull:
+                # a client that cannot keep up is told to resync and disconnected
+                sub.overflowed = True
+        return ev
+
+    def _seq_of(self, event_id: str | None) -> int | None:
+        if not event_id:
+            return None
+        epoch, _, n = event_id.partition("-")
+        if epoch != self.epoch or not n.isdigit():
+            return None
+        return int(n)
+
+    def subscribe(self, topic: str, *, after: str | None = None) -> Subscription:
+        """Subscribe; with ``after`` (an event id of this process), buffered later events of the
+        topic are delivered first."""
+        sub = Subscription(topic, asyncio.Queue(maxsize=self._queue_size))
+        if self._closed:
+            sub.queue.put_nowait(None)
+            return sub
+        start = self._seq_of(after)
+        if start is not None:
+            for ev in self._buffers.get(topic, ()):
+                if int(ev.id.partition("-")[2]) > start:
+                    sub.queue.put_nowait(ev)
+        self._subs.setdefault(topic, set()).add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        subs = self._subs.get(sub.topic)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.topic]
+
+    def subscriber_count(self, topic: str | None = None) -> int:
+        if topic is not None:
+            return len(self._subs.get(topic, ()))
+        return sum(len(s) for s in self._subs.values())
+
+    def close(self) -> None:
+        """End every stream (server shutdown)."""
+        self._closed = True
+        for subs in self._subs.values():
+            for sub in subs:
+                sub.closed = True
+                try:
+                    sub.queue.put_nowait(None)
+                except asyncio.QueueFull:
+                    sub.overflowed = True
+        self._subs.clear()

@@ -1,0 +1,133 @@
+"""Background runs for the HTTP API.
+
+A request that starts or resumes a run waits only until its input (message, decisions,
+answer) is durably stored — validation errors, conflicts and authorization failures are
+therefore still reported synchronously — and then returns while the run continues in an
+``asyncio`` task. The task's events are published on the thread's SSE topic; the inbox
+watcher is poked so that every process's inbox sees the change promptly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .._engine import ResumeSpec, Run
+from ..agent import Agent, _coerce_input
+from ..decisions import Reviewer
+from ..events import Event, RunCompleted, event_to_json
+from ..result import RunResult
+from .hub import Hub, thread_topic
+
+log = logging.getLogger("interlock.server")
+
+Step = Callable[[Run], Awaitable[RunResult]]
+
+
+class Runner:
+    def __init__(self, agent: Agent, hub: Hub, on_change: Callable[[], None]) -> None:
+        self.agent = agent
+        self.hub = hub
+        self.on_change = on_change
+        self.tasks: set[asyncio.Task[RunResult]] = set()
+
+    # -- entry points ------------------------------------------------------------------------
+
+    async def start(self, thread_id: str, message: str, *, wait: bool) -> RunResult | None:
+        """Send a user message (creating the thread if needed)."""
+        messages = _coerce_input(message)
+        return await self._launch(thread_id, lambda run: run.start(messages), wait)
+
+    async def resume(
+        self, thread_id: str, decisions: Any, *, interrupt_id: str | None,
+        reviewer: Reviewer | None, actor: str, wait: bool,
+    ) -> RunResult | None:
+        spec = ResumeSpec(decisions=decisions, interrupt_id=interrupt_id, reviewer=reviewer,
+                          actor=actor)
+        return await self._launch(thread_id, lambda run: run.resume(spec), wait)
+
+    async def answer(
+        self, thread_id: str, value: Any, *, interrupt_id: str | None,
+        reviewer: Reviewer | None, actor: str, wait: bool,
+    ) -> RunResult | None:
+        spec = ResumeSpec(value=value, has_value=True, interrupt_id=interrupt_id,
+                          reviewer=reviewer, actor=actor)
+        return await self._launch(thread_id, lambda run: run.resume(spec), wait)
+
+    # -- machinery ---------------------------------------------------------------------------
+
+    async def _launch(self, thread_id: str, step: Step, wait: bool) -> RunResult | None:
+        """Run ``step`` in a task; return None once its input is stored, or with ``wait`` its
+        result. Errors raised before the input was stored (validation, conflicts, roles)
+        propagate to the caller."""
+        loop = asyncio.get_running_loop()
+        accepted: asyncio.Future[None] = loop.create_future()
+        topic = thread_topic(thread_id)
+
+        async def sink(event: Event) -> None:
+            self.hub.publish(topic, event.type, event_to_json(event))
+            if event.type in ("interrupt_raised", "tool_finished"):
+                self.on_change()
+
+        def on_accepted() -> None:
+            if not accepted.done():
+                accepted.set_result(None)
+            self.on_change()
+
+        run = Run(self.agent, thread_id, sink)
+        run.on_accepted = on_accepted
+        task = asyncio.create_task(self._drive(run, step, accepted),
+                                   name=f"interlock-run:{thread_id}")
+        self.tasks.add(task)
+        task.add_done_callback(self._finished)
+        waiters: set[asyncio.Future[Any]] = {task, accepted}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if accepted.done() and not wait:
+            return None  # 202, even when the run already ended: one answer per request kind
+        return await asyncio.shield(task)
+
+    async def _drive(self, run: Run, step: Step, accepted: asyncio.Future[None]) -> RunResult:
+        thread_id = run.thread_id
+        topic = thread_topic(thread_id)
+        try:
+            with self.agent._active(thread_id):
+                result = await step(run)
+        except asyncio.CancelledError:
+            self.hub.publish(topic, "run_failed", {
+                "type": "run_failed", "thread_id": thread_id, "error": "Cancelled",
+                "message": "The server shut down while this run was in progress; it will be "
+                "recovered when the thread is next touched."})
+            raise
+        except Exception as exc:
+            if accepted.done():  # a refused request is answered by its HTTP error instead
+                self.hub.publish(topic, "run_failed", {
+                    "type": "run_failed", "thread_id": thread_id, "error": type(exc).__name__,
+                    "message": str(exc)})
+            raise
+        finally:
+            self.on_change()
+        self.hub.publish(topic, "run_completed",
+                         event_to_json(RunCompleted(thread_id, result)))
+        return result
+
+    def _finished(self, task: asyncio.Task[RunResult]) -> None:
+        self.tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()  # retrieved here so it is never reported as unhandled
+        if exc is not None:
+            log.info("run %s ended with %s: %s", task.get_name(), type(exc).__name__, exc)
+
+    async def aclose(self, grace: float = 5.0) -> None:
+        """Let running tasks finish for ``grace`` seconds, then cancel them (an interrupted
+        run is recovered by the core when its thread is next touched)."""
+        if not self.tasks:
+            return
+        pending = set(self.tasks)
+        _, still = await asyncio.wait(pending, timeout=grace)
+        for t in still:
+            t.cancel()
+        if still:
+            await asyncio.wait(still, timeout=grace)

@@ -1,0 +1,146 @@
+// HTTP and server-sent events for the inbox. The reviewer token is sent in the Authorization
+// header (never in a URL or a cookie); streams are read with fetch() so they carry it too.
+
+const KEY = "interlock.token";
+let token = sessionStorage.getItem(KEY) || localStorage.getItem(KEY) || "";
+let onUnauthorized = () => {};
+
+export function setToken(value, remember) {
+  token = value;
+  sessionStorage.setItem(KEY, value);
+  if (remember) localStorage.setItem(KEY, value);
+}
+
+export function forgetToken() {
+  token = "";
+  sessionStorage.removeItem(KEY);
+  localStorage.removeItem(KEY);
+}
+
+export function hasToken() {
+  return Boolean(token);
+}
+
+export function whenUnauthorized(fn) {
+  onUnauthorized = fn;
+}
+
+export function url(path) {
+  return new URL(path, document.baseURI).toString();
+}
+
+function headers(extra) {
+  const out = { Accept: "application/json", ...extra };
+  if (token) out.Authorization = `Bearer ${token}`;
+  return out;
+}
+
+/** Returns {ok, status, data}; data is the parsed JSON body (or {message} for other bodies). */
+export async function request(method, path, body) {
+  let res;
+  try {
+    res = await fetch(url(path), {
+      method,
+      headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+    });
+  } catch (err) {
+    return { ok: false, status: 0, data: { error: "NetworkError",
+      message: `The server could not be reached (${err.message}).` } };
+  }
+  let data;
+  try {
+    data = await res.json();
+  } catch {
+    data = { message: `HTTP ${res.status}` };
+  }
+  if (res.status === 401) onUnauthorized(data);
+  return { ok: res.ok, status: res.status, data };
+}
+
+export const get = (path) => request("GET", path);
+export const post = (path, body) => request("POST", path, body ?? {});
+export const del = (path) => request("DELETE", path);
+
+function parseBlock(block) {
+  const ev = { event: "message", data: "", id: null };
+  let seen = false;
+  for (const line of block.split("\n")) {
+    if (!line || line.startsWith(":")) continue;
+    const i = line.indexOf(":");
+    const field = i < 0 ? line : line.slice(0, i);
+    const value = i < 0 ? "" : line.slice(i + 1).replace(/^ /, "");
+    if (field === "event") { ev.event = value; seen = true; }
+    else if (field === "data") { ev.data += (ev.data ? "\n" : "") + value; seen = true; }
+    else if (field === "id") ev.id = value;
+  }
+  if (!seen) return null;
+  try {
+    ev.data = ev.data ? JSON.parse(ev.data) : null;
+  } catch {
+    return null;
+  }
+  return ev;
+}
+
+/**
+ * Follow an SSE endpoint, reconnecting with backoff. Callbacks: onEvent(name, data),
+ * onOpen(isReconnect), onDown(). Returns {close()}.
+ */
+export function stream(path, { onEvent, onOpen = () => {}, onDown = () => {} }) {
+  let stopped = false;
+  let controller = null;
+  let lastId = null;
+  let opened = false;
+
+  async function run() {
+    let delay = 500;
+    while (!stopped) {
+      controller = new AbortController();
+      try {
+        const extra = { Accept: "text/event-stream" };
+        if (lastId) extra["Last-Event-ID"] = lastId;
+        const res = await fetch(url(path), { headers: headers(extra), signal: controller.signal,
+          cache: "no-store" });
+        if (res.status === 401) {
+          onUnauthorized(await res.json().catch(() => ({})));
+          return;
+        }
+        if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
+        onOpen(opened);
+        opened = true;
+        delay = 500;
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value.replace(/\r\n?/g, "\n");
+          let cut;
+          while ((cut = buf.indexOf("\n\n")) >= 0) {
+            const ev = parseBlock(buf.slice(0, cut));
+            buf = buf.slice(cut + 2);
+            if (!ev) continue;
+            if (ev.id) lastId = ev.id;
+            onEvent(ev.event, ev.data);
+          }
+        }
+      } catch (err) {
+        if (stopped) return;
+      }
+      if (stopped) return;
+      onDown();
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 10000);
+    }
+  }
+
+  run();
+  return {
+    close() {
+      stopped = true;
+      if (controller) controller.abort();
+    },
+  };
+}

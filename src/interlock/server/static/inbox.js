@@ -1,0 +1,782 @@
+// The review inbox: a live, virtualised list of threads (pending requests by default) and a
+// detail view to decide on them. All model-produced text is inserted as text nodes.
+
+import * as api from "./api.js";
+import { append, clear, h, oneLine, pretty, relTime, timeEl } from "./dom.js";
+import { argsEditor } from "./form.js";
+import { historyRow } from "./history.js";
+
+const ROW_H = 78;
+const OVERSCAN = 6;
+const PAGE = 500;
+const EAGER_LIMIT = 10000;
+
+const $ = (sel) => document.querySelector(sel);
+const enc = encodeURIComponent;
+
+const state = {
+  me: null,
+  status: "interrupted",
+  search: "",
+  threads: new Map(),
+  order: [],
+  nextBefore: null,
+  listGen: 0,
+  loading: false,
+  fresh: new Map(),
+  selected: null,
+  detail: null,
+  detailGen: 0,
+  cards: new Map(),
+  stream: null,
+  renderQueued: false,
+  readyMarked: false,
+};
+
+// ------------------------------------------------------------------ list
+
+function matchesStatus(summary) {
+  return !state.status || summary.status === state.status;
+}
+
+function searchText(s) {
+  const calls = s.pending.flatMap((p) => p.calls.map((c) => `${c.name} ${c.args_preview}`));
+  const questions = s.pending.map((p) => p.question || "");
+  return `${s.thread_id} ${s.preview} ${calls.join(" ")} ${questions.join(" ")}`.toLowerCase();
+}
+
+function recompute() {
+  const needle = state.search.trim().toLowerCase();
+  let rows = [...state.threads.values()];
+  if (needle) rows = rows.filter((s) => searchText(s).includes(needle));
+  rows.sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1
+    : a.thread_id < b.thread_id ? 1 : -1));
+  state.order = rows.map((s) => s.thread_id);
+}
+
+function scheduleRender() {
+  if (state.renderQueued) return;
+  state.renderQueued = true;
+  requestAnimationFrame(() => {
+    state.renderQueued = false;
+    recompute();
+    renderList();
+  });
+}
+
+function countLabel() {
+  const n = state.order.length;
+  const more = state.nextBefore ? "+" : "";
+  const fmt = n.toLocaleString("en-US");
+  const what = state.status === "interrupted" ? (n === 1 ? "pending request" : "pending requests")
+    : (n === 1 ? "thread" : "threads");
+  return state.search ? `${fmt}${more} matching ${what}` : `${fmt}${more} ${what}`;
+}
+
+function requestLine(s) {
+  const review = s.pending.find((p) => p.kind === "review");
+  if (review && review.calls.length) {
+    const names = [...new Set(review.calls.map((c) => c.name))];
+    const extra = review.calls.length > 1 ? ` (${review.calls.length} calls)` : "";
+    return { title: names.join(", ") + extra, detail: review.calls[0].args_preview };
+  }
+  const input = s.pending.find((p) => p.kind === "input");
+  if (input) return { title: "Question for you", detail: input.question || "" };
+  return { title: s.status, detail: s.error || "" };
+}
+
+function rowEl(s, index) {
+  const line = requestLine(s);
+  const selected = s.thread_id === state.selected;
+  const row = h("div", {
+    class: `row${selected ? " selected" : ""}${state.fresh.has(s.thread_id) ? " fresh" : ""}`,
+    role: "option", "aria-selected": selected ? "true" : "false",
+    dataset: { threadId: s.thread_id }, tabindex: "-1",
+  },
+  h("div", { class: "row-top" },
+    h("span", { class: "row-title" }, line.title),
+    state.status !== "interrupted" ? h("span", { class: `badge status-${s.status}` }, s.status) : null,
+    h("span", { class: "row-time" }, timeEl(s.updated_at))),
+  h("div", { class: "row-args mono" }, oneLine(line.detail)),
+  h("div", { class: "row-meta" },
+    h("span", { class: "row-preview" }, oneLine(s.preview) || "—"),
+    h("span", { class: "row-id mono" }, s.thread_id)));
+  row.style.top = `${index * ROW_H}px`;
+  return row;
+}
+
+function renderList() {
+  const list = $("#list");
+  const spacer = $("#list-spacer");
+  spacer.style.height = `${state.order.length * ROW_H}px`;
+  const top = list.scrollTop;
+  const first = Math.max(0, Math.floor(top / ROW_H) - OVERSCAN);
+  const last = Math.min(state.order.length, Math.ceil((top + list.clientHeight) / ROW_H) + OVERSCAN);
+  const rows = [];
+  for (let i = first; i < last; i++) {
+    const s = state.threads.get(state.order[i]);
+    if (s) rows.push(rowEl(s, i));
+  }
+  spacer.replaceChildren(...rows);
+  $("#list-count").textContent = state.loading && !state.order.length ? "Loading…" : countLabel();
+  if (state.status === "interrupted" && !state.search && !state.loading) {
+    document.title = `${state.order.length ? `(${state.order.length}) ` : ""}interlock · review inbox`;
+  }
+  $("#list-empty").hidden = state.loading || state.order.length > 0;
+  if (!state.loading && !state.readyMarked) {
+    state.readyMarked = true;
+    performance.mark("interlock:inbox-ready");
+  }
+  if (last >= state.order.length - OVERSCAN && state.nextBefore && !state.loading) loadMore();
+}
+
+function mergeSummary(map, s) {
+  const cur = map.get(s.thread_id);
+  if (!cur || cur.version <= s.version) map.set(s.thread_id, s);
+}
+
+async function fetchPage(before) {
+  const params = new URLSearchParams({ limit: String(PAGE) });
+  if (state.status) params.set("status", state.status);
+  if (before) params.set("before", before);
+  return api.get(`api/threads?${params}`);
+}
+
+async function loadList() {
+  const gen = ++state.listGen;
+  state.loading = true;
+  scheduleRender();
+  const fresh = new Map();
+  let before = null;
+  let total = 0;
+  for (;;) {
+    const r = await fetchPage(before);
+    if (gen !== state.listGen) return;
+    if (!r.ok) {
+      showBanner(r.data.message || `Could not load the list (HTTP ${r.status}).`);
+      break;
+    }
+    for (const s of r.data.threads) mergeSummary(fresh, s);
+    total += r.data.threads.length;
+    before = r.data.next_before;
+    // the inbox of pending requests is loaded completely; other views page on scroll
+    if (!before || state.status !== "interrupted" || total >= EAGER_LIMIT) break;
+  }
+  // events that arrived while loading may be newer than what the pages said
+  for (const s of state.threads.values()) {
+    const cur = fresh.get(s.thread_id);
+    if (cur && cur.version < s.version) fresh.set(s.thread_id, s);
+  }
+  state.threads = fresh;
+  state.nextBefore = before;
+  state.loading = false;
+  hideBanner();
+  scheduleRender();
+}
+
+async function loadMore() {
+  const gen = state.listGen;
+  state.loading = true;
+  const r = await fetchPage(state.nextBefore);
+  state.loading = false;
+  if (gen !== state.listGen || !r.ok) return;
+  for (const s of r.data.threads) if (matchesStatus(s)) mergeSummary(state.threads, s);
+  state.nextBefore = r.data.next_before;
+  scheduleRender();
+}
+
+function upsert(s) {
+  const cur = state.threads.get(s.thread_id);
+  if (cur && cur.version > s.version) return;
+  if (matchesStatus(s)) {
+    if (!cur) {
+      state.fresh.set(s.thread_id, true);
+      setTimeout(() => { state.fresh.delete(s.thread_id); scheduleRender(); }, 2500);
+    }
+    state.threads.set(s.thread_id, s);
+  } else {
+    state.threads.delete(s.thread_id);
+  }
+  scheduleRender();
+  if (s.thread_id === state.selected && (!state.detail || s.version > state.detail.version)) {
+    refreshDetail();
+  }
+}
+
+function onInboxEvent(name, data) {
+  if (name === "thread_updated" && data && data.thread) upsert(data.thread);
+  else if (name === "resync") loadList();
+}
+
+function startStream() {
+  if (state.stream) state.stream.close();
+  const conn = $("#conn");
+  state.stream = api.stream("api/inbox/events", {
+    onEvent: onInboxEvent,
+    onOpen(reconnected) {
+      conn.className = "conn up";
+      conn.title = "Live: updates appear automatically";
+      if (reconnected) {
+        loadList();
+        refreshDetail();
+      }
+    },
+    onDown() {
+      conn.className = "conn down";
+      conn.title = "Reconnecting…";
+    },
+  });
+}
+
+// ------------------------------------------------------------------ detail
+
+function select(threadId) {
+  if (!threadId) return;
+  location.hash = `#/t/${enc(threadId)}`;
+}
+
+function route() {
+  const m = location.hash.match(/^#\/t\/(.+)$/);
+  const id = m ? decodeURIComponent(m[1]) : null;
+  if (id === state.selected) return;
+  state.selected = id;
+  state.detail = null;
+  state.cards = new Map();
+  scheduleRender();
+  if (id) openDetail(id);
+  else renderPlaceholder();
+}
+
+function renderPlaceholder() {
+  clear($("#detail")).append(h("div", { class: "placeholder" },
+    h("p", {}, "Select a request to review it."),
+    h("p", { class: "muted" }, "New requests appear in the list as soon as an agent asks.")));
+}
+
+async function openDetail(id) {
+  clear($("#detail")).append(h("div", { class: "placeholder" }, "Loading…"));
+  await refreshDetail(true);
+}
+
+let refreshing = null;
+let refreshAgain = false;
+
+async function refreshDetail(force = false) {
+  if (!state.selected) return;
+  if (refreshing) {
+    refreshAgain = true;
+    return;
+  }
+  const id = state.selected;
+  refreshing = api.get(`api/threads/${enc(id)}`);
+  const r = await refreshing;
+  refreshing = null;
+  if (id === state.selected) {
+    if (r.ok) {
+      if (force || !state.detail || r.data.version !== state.detail.version) renderDetail(r.data);
+    } else if (r.status !== 401) {
+      clear($("#detail")).append(h("div", { class: "placeholder error" },
+        r.status === 404 ? `Thread ${id} does not exist (any more).` : r.data.message || `HTTP ${r.status}`));
+    }
+  }
+  if (refreshAgain) {
+    refreshAgain = false;
+    refreshDetail();
+  }
+}
+
+function statusText(status) {
+  return {
+    interrupted: "waiting for a decision", running: "running", completed: "completed",
+    failed: "failed", idle: "idle",
+  }[status] || status;
+}
+
+function section(key, title, ...body) {
+  return h("section", { class: `detail-section ${key}`, dataset: { section: key } },
+    title ? h("h3", {}, title) : null, ...body);
+}
+
+function skeleton() {
+  const root = clear($("#detail"));
+  const parts = {
+    head: h("div", { class: "detail-head" }),
+    error: h("div", { class: "detail-error", role: "alert", hidden: true }),
+    requests: h("div", { class: "requests", "aria-label": "Pending requests" }),
+    remembered: h("div", { class: "remembered" }),
+    conversation: h("div", { class: "conversation" }),
+    history: h("div", { class: "history" }),
+  };
+  append(root, [parts.head, parts.error,
+    section("requests", null, parts.requests),
+    section("remembered", null, parts.remembered),
+    section("conversation", "Conversation", parts.conversation),
+    section("history", "Decisions and activity", parts.history)]);
+  return parts;
+}
+
+let parts = null;
+
+function renderDetail(t) {
+  const first = !state.detail || state.detail.thread_id !== t.thread_id || !parts
+    || !document.body.contains(parts.head);
+  if (first) parts = skeleton();
+  state.detail = t;
+  renderHead(t);
+  parts.error.hidden = !t.error;
+  parts.error.textContent = t.error ? `The last run failed: ${t.error}` : "";
+  renderRequests(t);
+  renderRemembered(t);
+  renderConversation(t);
+  renderHistory(t);
+}
+
+function renderHead(t) {
+  const pendingCalls = t.interrupts.length > 0;
+  const cancelBox = h("div", { class: "cancel-box", hidden: true },
+    h("label", { class: "field-label" }, "Reason (optional, shown to the agent)"),
+    h("input", { type: "text", class: "cancel-reason", autocomplete: "off" }),
+    h("div", { class: "actions" },
+      h("button", { type: "button", class: "btn danger", onclick: () => cancelThread(t, cancelBox) },
+        "Cancel all pending calls"),
+      h("button", { type: "button", class: "btn ghost", onclick: () => { cancelBox.hidden = true; } },
+        "Keep")),
+    h("p", { class: "error", role: "alert" }));
+  clear(parts.head).append(
+    h("div", { class: "head-main" },
+      h("h2", {}, "Thread ", h("code", { class: "thread-id" }, t.thread_id)),
+      h("span", { class: `badge status-${t.status}`, dataset: { status: t.status } }, statusText(t.status)),
+      h("span", { class: "muted" }, "updated ", timeEl(t.updated_at))),
+    t.preview ? h("p", { class: "head-preview" }, t.preview) : null,
+    pendingCalls ? h("div", { class: "head-actions" },
+      h("button", { type: "button", class: "btn ghost small", onclick: () => { cancelBox.hidden = false; } },
+        "Cancel thread…")) : null,
+    cancelBox);
+}
+
+async function cancelThread(t, box) {
+  const reason = box.querySelector(".cancel-reason").value.trim();
+  const err = box.querySelector(".error");
+  err.textContent = "";
+  const r = await api.post(`api/threads/${enc(t.thread_id)}/cancel`, reason ? { reason } : {});
+  if (!r.ok) err.textContent = r.data.message || `HTTP ${r.status}`;
+  else refreshDetail(true);
+}
+
+function reconcile(container, keyed) {
+  const wanted = new Set(keyed.map(([k]) => k));
+  for (const child of [...container.children]) {
+    if (!wanted.has(child.dataset.key)) child.remove();
+  }
+  let prev = null;
+  for (const [, node] of keyed) {
+    const ref = prev ? prev.nextSibling : container.firstChild;
+    if (node !== ref) container.insertBefore(node, ref);
+    prev = node;
+  }
+}
+
+function renderRequests(t) {
+  const keyed = [];
+  const next = new Map();
+  for (const intr of t.interrupts) {
+    if (intr.kind === "review") {
+      const req = intr.value;
+      req.action_requests.forEach((action, i) => {
+        const key = `${intr.id}:${action.tool_call_id}`;
+        const card = state.cards.get(key)
+          || reviewCard(t, intr, action, req.review_configs[i], t.tools[action.name]);
+        card.dataset.key = key;
+        next.set(key, card);
+        keyed.push([key, card]);
+      });
+    } else {
+      const key = `${intr.id}:input`;
+      const card = state.cards.get(key) || inputCard(t, intr);
+      card.dataset.key = key;
+      next.set(key, card);
+      keyed.push([key, card]);
+    }
+  }
+  state.cards = next;
+  const heading = parts.requests.parentElement.querySelector("h3")
+    || parts.requests.parentElement.insertBefore(h("h3", {}), parts.requests);
+  heading.textContent = keyed.length ? `Needs your decision (${keyed.length})` : "";
+  heading.hidden = !keyed.length;
+  reconcile(parts.requests, keyed);
+}
+
+function rolesOk(config) {
+  if (!config.reviewers || !state.me || !state.me.auth) return true;
+  return config.reviewers.some((r) => state.me.roles.includes(r));
+}
+
+const LABELS = { approve: "Approved", edit: "Edited", reject: "Rejected", respond: "Responded" };
+
+function reviewCard(t, intr, action, config, tool) {
+  const allowed = new Set(config.allowed_decisions);
+  const permitted = rolesOk(config);
+  const status = h("p", { class: "card-status", role: "status" });
+  const error = h("p", { class: "error", role: "alert" });
+  const panel = h("div", { class: "panel", hidden: true });
+  const buttons = [];
+  const card = h("article", { class: "card", dataset: { callId: action.tool_call_id, tool: action.name } });
+
+  let revalidate = null;  // the open panel's own check (an edit may still be invalid)
+
+  function busy(on) {
+    for (const b of card.querySelectorAll("button")) b.disabled = on || !permitted;
+    if (!on && revalidate) revalidate();
+  }
+
+  async function decide(decision, errEl) {
+    busy(true);
+    error.textContent = "";
+    errEl.textContent = "";
+    status.textContent = "Sending…";
+    const r = await api.post(`api/threads/${enc(t.thread_id)}/decisions`, {
+      interrupt_id: intr.id, decisions: { [action.tool_call_id]: decision },
+    });
+    if (r.ok) {
+      card.classList.add("decided");
+      status.textContent = `${LABELS[decision.type]}${decision.remember ? " (remembered for this thread)" : ""}. The run continues…`;
+      panel.hidden = true;
+      refreshDetail();
+    } else {
+      status.textContent = "";
+      errEl.textContent = r.data.message || `HTTP ${r.status}`;
+      busy(false);
+    }
+  }
+
+  function openPanel(kind) {
+    error.textContent = "";
+    clear(panel);
+    panel.hidden = false;
+    panel.dataset.kind = kind;
+    const perr = h("p", { class: "error", role: "alert" });
+    if (kind === "edit") {
+      const editor = argsEditor(config.args_schema || {}, action.args);
+      const submit = h("button", { type: "button", class: "btn edit" }, "Run with these arguments");
+      const sync = (r) => { submit.disabled = !r.ok || !permitted; };
+      editor.onChange(sync);
+      revalidate = () => sync(editor.read());
+      revalidate();
+      submit.addEventListener("click", () => {
+        const r = editor.read();
+        if (!r.ok) return;
+        decide({ type: "edit", edited_action: { name: action.name, args: r.value } }, perr);
+      });
+      append(panel, [h("h4", {}, `Edit the arguments of ${action.name}`), editor.el,
+        h("div", { class: "actions" }, submit,
+          h("button", { type: "button", class: "btn ghost", onclick: () => { panel.hidden = true; } }, "Cancel")),
+        perr]);
+      editor.focus();
+    } else {
+      const isReject = kind === "reject";
+      const box = h("textarea", { rows: 3, class: "message", "aria-label": isReject ? "Reason" : "Response" });
+      const submit = h("button", { type: "button", class: `btn ${kind}` },
+        isReject ? "Reject" : "Send response");
+      const check = () => { submit.disabled = !permitted || (!isReject && !box.value.trim()); };
+      box.addEventListener("input", check);
+      revalidate = check;
+      check();
+      submit.addEventListener("click", () => {
+        const message = box.value.trim();
+        if (!isReject && !message) return;
+        decide(isReject ? (message ? { type: "reject", message } : { type: "reject" })
+          : { type: "respond", message }, perr);
+      });
+      append(panel, [
+        h("label", { class: "field-label" }, isReject
+          ? "Reason (optional; the agent sees it)"
+          : "Answer returned to the agent as the tool's result (required)"),
+        box,
+        h("div", { class: "actions" }, submit,
+          h("button", { type: "button", class: "btn ghost", onclick: () => { panel.hidden = true; } }, "Cancel")),
+        perr]);
+      box.focus();
+    }
+  }
+
+  if (allowed.has("approve")) {
+    buttons.push(h("button", { type: "button", class: "btn approve",
+      onclick: () => decide({ type: "approve" }, error) }, "Approve"));
+    buttons.push(h("button", { type: "button", class: "btn approve-remember",
+      title: `Approve, and approve later ${action.name} calls in this thread without asking`,
+      onclick: () => decide({ type: "approve", remember: "thread" }, error) },
+    "Approve & remember for this thread"));
+  }
+  if (allowed.has("edit")) {
+    buttons.push(h("button", { type: "button", class: "btn edit", onclick: () => openPanel("edit") }, "Edit…"));
+  }
+  if (allowed.has("reject")) {
+    buttons.push(h("button", { type: "button", class: "btn reject", onclick: () => openPanel("reject") }, "Reject…"));
+  }
+  if (allowed.has("respond")) {
+    buttons.push(h("button", { type: "button", class: "btn respond", onclick: () => openPanel("respond") }, "Respond…"));
+  }
+
+  // the default description repeats the tool and its arguments, shown below anyway
+  const marker = `\n\nTool: ${action.name}\nArgs: `;
+  const cut = (action.description || "").indexOf(marker);
+  const description = cut >= 0 ? action.description.slice(0, cut) : action.description;
+
+  const badges = [];
+  if (action.reason) badges.push(h("span", { class: "badge warn" }, action.reason === "outcome_unknown" ? "outcome unknown" : action.reason));
+  if (config.expires_at) badges.push(h("span", { class: "badge muted-badge", title: config.expires_at }, "expires ", relTime(config.expires_at)));
+  if (config.reviewers) badges.push(h("span", { class: "badge role" }, "role: ", config.reviewers.join(" or ")));
+
+  append(card, [
+    h("header", { class: "card-head" },
+      h("span", { class: "tool-name" }, action.name),
+      ...badges,
+      h("span", { class: "call-id mono", title: "tool call id" }, action.tool_call_id)),
+    tool && tool.description ? h("p", { class: "tool-doc" }, tool.description) : null,
+    description ? h("pre", { class: "desc" }, description) : null,
+    argsView(action.args),
+    permitted ? null : h("p", { class: "notice" },
+      `Only a reviewer with the role ${config.reviewers.join(" or ")} can decide this call.`),
+    h("div", { class: "actions" }, buttons),
+    panel, status, error,
+  ]);
+  busy(false);
+  return card;
+}
+
+// Arguments as a readable list (strings shown as their text, line breaks included) with a
+// switch to the exact JSON.
+function argsView(args, labelled = true) {
+  const entries = Object.entries(args || {});
+  const fields = h("dl", { class: "argv" }, entries.map(([name, value]) => [
+    h("dt", { class: "mono" }, name),
+    h("dd", {}, typeof value === "string"
+      ? (value ? h("pre", { class: "argv-text" }, value) : h("span", { class: "muted" }, "(empty text)"))
+      : h("pre", { class: "argv-json mono" }, pretty(value)))]));
+  const json = h("pre", { class: "json mono", hidden: true }, pretty(args));
+  const toggle = h("button", { type: "button", class: "link small-link" }, "Show JSON");
+  toggle.addEventListener("click", () => {
+    json.hidden = !json.hidden;
+    fields.hidden = !json.hidden;
+    toggle.textContent = json.hidden ? "Show JSON" : "Show fields";
+  });
+  if (!entries.length) {
+    fields.hidden = true;
+    json.hidden = false;
+  }
+  return h("div", { class: "args" },
+    h("div", { class: "label" }, labelled ? "Arguments" : null, entries.length ? toggle : null),
+    fields, json);
+}
+
+function inputCard(t, intr) {
+  const value = intr.value;
+  const question = value && typeof value === "object" && typeof value.question === "string"
+    ? value.question : null;
+  const box = h("textarea", { rows: 2, class: "message", "aria-label": "Answer" });
+  const asJson = h("input", { type: "checkbox" });
+  const error = h("p", { class: "error", role: "alert" });
+  const status = h("p", { class: "card-status", role: "status" });
+  const send = h("button", { type: "button", class: "btn approve" }, "Send answer");
+  const card = h("article", { class: "card input-card" });
+  send.addEventListener("click", async () => {
+    error.textContent = "";
+    let answer = box.value;
+    if (asJson.checked) {
+      try {
+        answer = JSON.parse(box.value);
+      } catch (err) {
+        error.textContent = `Not valid JSON: ${err.message}`;
+        return;
+      }
+    }
+    send.disabled = true;
+    const r = await api.post(`api/threads/${enc(t.thread_id)}/answer`, { interrupt_id: intr.id, value: answer });
+    if (r.ok) {
+      status.textContent = "Answered. The run continues…";
+      card.classList.add("decided");
+      refreshDetail();
+    } else {
+      error.textContent = r.data.message || `HTTP ${r.status}`;
+      send.disabled = false;
+    }
+  });
+  append(card, [
+    h("header", { class: "card-head" }, h("span", { class: "tool-name" }, "The agent asks"),
+      intr.tool_call_id ? h("span", { class: "call-id mono" }, intr.tool_call_id) : null),
+    question !== null ? h("p", { class: "question" }, question) : h("pre", { class: "json mono" }, pretty(value)),
+    box,
+    h("label", { class: "null-toggle" }, asJson, " send as JSON"),
+    h("div", { class: "actions" }, send),
+    status, error,
+  ]);
+  return card;
+}
+
+function renderRemembered(t) {
+  const box = clear(parts.remembered);
+  if (!t.remembered.length) {
+    box.parentElement.hidden = true;
+    return;
+  }
+  box.parentElement.hidden = false;
+  append(box, [h("h3", {}, "Approved for this thread"),
+    h("ul", { class: "rules" }, t.remembered.map((rule) => {
+      const err = h("span", { class: "error", role: "alert" });
+      return h("li", {},
+        h("span", { class: "tool-name" }, rule.tool_name),
+        h("span", { class: "muted" }, " runs without asking — set by ", rule.created_by, ", ", timeEl(rule.created_at), " "),
+        h("button", { type: "button", class: "btn ghost small", onclick: async () => {
+          const r = await api.del(`api/threads/${enc(t.thread_id)}/remembered/${enc(rule.tool_name)}`);
+          if (r.ok) refreshDetail(true);
+          else err.textContent = r.data.message || `HTTP ${r.status}`;
+        } }, "Revoke"), err);
+    }))]);
+}
+
+function decisionBadge(decision) {
+  if (!decision) return null;
+  const text = { reject: "rejected", respond: "reviewer's answer", edit: "edited by reviewer",
+    cancel: "cancelled", expire: "expired" }[decision] || decision;
+  return h("span", { class: `badge decision-${decision}` }, text);
+}
+
+function messageEl(m) {
+  if (m.role === "user") {
+    return h("div", { class: "msg user" }, h("div", { class: "who" }, "User"), h("div", { class: "text" }, m.content));
+  }
+  if (m.role === "assistant") {
+    return h("div", { class: "msg assistant" }, h("div", { class: "who" }, "Agent"),
+      m.content ? h("div", { class: "text" }, m.content) : null,
+      (m.tool_calls || []).map((c) => h("div", { class: "call" },
+        h("div", { class: "call-head" }, "calls ", h("span", { class: "tool-name" }, c.name),
+          h("span", { class: "call-id mono" }, c.id)),
+        argsView(c.args, false))));
+  }
+  if (m.role === "tool") {
+    const long = m.content.length > 1200;
+    const body = h("pre", { class: `text result${long ? " clamp" : ""}` }, m.content);
+    return h("div", { class: `msg tool ${m.status === "error" ? "error-result" : ""}`, dataset: { callId: m.tool_call_id } },
+      h("div", { class: "who" }, "Result of ", h("span", { class: "tool-name" }, m.name), " ",
+        h("span", { class: `badge ${m.status === "error" ? "bad" : "good"}` }, m.status), " ",
+        decisionBadge(m.decision)),
+      body,
+      long ? h("button", { type: "button", class: "link", onclick: (e) => { body.classList.remove("clamp"); e.target.remove(); } }, "Show all") : null);
+  }
+  return h("div", { class: "msg system" }, h("div", { class: "who" }, m.role), h("div", { class: "text" }, m.content));
+}
+
+function renderConversation(t) {
+  const box = clear(parts.conversation);
+  append(box, t.messages.map(messageEl));
+}
+
+function renderHistory(t) {
+  const box = clear(parts.history);
+  const rows = t.history.map(historyRow).filter(Boolean);
+  if (!rows.length) {
+    box.append(h("p", { class: "muted" }, "Nothing yet."));
+    return;
+  }
+  append(box, h("table", { class: "history-table" },
+    h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "Who"), h("th", {}, "What"))),
+    h("tbody", {}, rows)));
+  if (t.history_truncated) box.append(h("p", { class: "muted" }, "Older entries are in the audit log (api/audit)."));
+}
+
+// ------------------------------------------------------------------ shell
+
+function showBanner(text) {
+  const b = $("#banner");
+  b.textContent = text;
+  b.hidden = false;
+}
+
+function hideBanner() {
+  $("#banner").hidden = true;
+}
+
+function showLogin(message) {
+  if (state.stream) state.stream.close();
+  $("#login").hidden = false;
+  $("#login-error").textContent = message || "";
+  $("#token").focus();
+}
+
+async function boot() {
+  const me = await api.get("api/me");
+  if (me.status === 401) {
+    showLogin(api.hasToken() ? "That token was not accepted." : "");
+    return;
+  }
+  if (!me.ok) {
+    showBanner(me.data.message || `The server answered HTTP ${me.status}.`);
+    return;
+  }
+  state.me = me.data;
+  $("#login").hidden = true;
+  $("#whoami").textContent = me.data.auth
+    ? `${me.data.id}${me.data.roles.length ? ` (${me.data.roles.join(", ")})` : ""}`
+    : "local mode";
+  $("#signout").hidden = !me.data.auth;
+  startStream();
+  await loadList();
+  route();
+}
+
+function wire() {
+  api.whenUnauthorized(() => showLogin("Your token is no longer accepted; sign in again."));
+  $("#login-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    api.setToken($("#token").value.trim(), $("#remember-token").checked);
+    $("#token").value = "";
+    boot();
+  });
+  $("#signout").addEventListener("click", () => {
+    api.forgetToken();
+    location.hash = "";
+    location.reload();
+  });
+  $("#status-filter").addEventListener("change", (e) => {
+    state.status = e.target.value;
+    $("#list").scrollTop = 0;
+    loadList();
+  });
+  $("#search").addEventListener("input", (e) => {
+    state.search = e.target.value;
+    $("#list").scrollTop = 0;
+    scheduleRender();
+  });
+  const list = $("#list");
+  list.addEventListener("scroll", () => {
+    if (!state.renderQueued) {
+      state.renderQueued = true;
+      requestAnimationFrame(() => { state.renderQueued = false; renderList(); });
+    }
+  }, { passive: true });
+  list.addEventListener("click", (e) => {
+    const row = e.target.closest(".row");
+    if (row) select(row.dataset.threadId);
+  });
+  list.addEventListener("keydown", (e) => {
+    if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
+    e.preventDefault();
+    const i = state.order.indexOf(state.selected);
+    const next = state.order[Math.max(0, Math.min(state.order.length - 1, i + (e.key === "ArrowDown" ? 1 : -1)))];
+    if (next) {
+      select(next);
+      const top = state.order.indexOf(next) * ROW_H;
+      if (top < list.scrollTop) list.scrollTop = top;
+      else if (top + ROW_H > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_H - list.clientHeight;
+    }
+  });
+  window.addEventListener("hashchange", route);
+  window.addEventListener("resize", scheduleRender);
+  // relative times stay fresh
+  setInterval(() => {
+    for (const el of document.querySelectorAll("time[datetime]")) el.textContent = relTime(el.getAttribute("datetime"));
+  }, 30000);
+}
+
+wire();
+boot();

@@ -1,0 +1,260 @@
+"""JSON shapes of the HTTP API (pydantic models, so the OpenAPI schema is useful) and the
+functions that build them from stored records."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..agent import Agent, ThreadState
+from ..hitl import HITLRequest
+from ..interrupts import Interrupt
+from ..messages import Message
+from ..storage.base import AuditRecord, JournalEntry, RememberedApproval, ThreadRecord
+
+PREVIEW_CHARS = 160
+
+ThreadStatusName = Literal["idle", "running", "interrupted", "completed", "failed"]
+
+
+# -- request bodies ---------------------------------------------------------------------------
+
+
+class StartRun(BaseModel):
+    """Start a run: a new thread, or a new user message on an existing one."""
+
+    model_config = ConfigDict(extra="forbid")
+    message: str = Field(min_length=1, description="The user's message.")
+    thread_id: str | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="Thread to use; a new random id when omitted.",
+    )
+
+
+class PostMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str = Field(min_length=1)
+
+
+class PostDecisions(BaseModel):
+    """Decisions in the LangChain JSON shapes. Any ``reviewer`` field is ignored: the reviewer
+    is the owner of the bearer token."""
+
+    model_config = ConfigDict(
+        extra="ignore",
+        json_schema_extra={
+            "examples": [
+                {"interrupt_id": "9f0c...", "decisions": [{"type": "approve"}]},
+                {"decisions": {"call_1": {"type": "reject", "message": "not on Fridays"}}},
+                {"decisions": [{"type": "edit", "edited_action": {
+                    "name": "execute_sql", "args": {"query": "SELECT 1"}}}]},
+            ]
+        },
+    )
+    decisions: list[Any] | dict[str, Any] = Field(
+        description="One decision per pending call in order, or {tool_call_id: decision} for "
+        "any subset (the rest stay pending). A decision is {type: approve | edit | reject | "
+        "respond, ...}; see the docs."
+    )
+    interrupt_id: str | None = Field(
+        default=None, description="The request being answered; a stale id gives 409."
+    )
+
+
+class PostAnswer(BaseModel):
+    """The answer to an ``interrupt(...)`` question raised inside a tool or hook."""
+
+    model_config = ConfigDict(extra="ignore")
+    value: Any = Field(description="Any JSON value; returned by interrupt(...) in the tool.")
+    interrupt_id: str | None = None
+
+
+class PostCancel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    reason: str | None = None
+
+
+# -- responses --------------------------------------------------------------------------------
+
+
+class ErrorBody(BaseModel):
+    error: str = Field(description="Exception class name, e.g. InvalidDecision.")
+    message: str = Field(description="What was wrong and how to fix it.")
+
+
+class CallSummary(BaseModel):
+    tool_call_id: str
+    name: str
+    args_preview: str
+    allowed_decisions: list[str]
+    reviewers: list[str] | None = None
+    expires_at: datetime | None = None
+    reason: str | None = None
+
+
+class PendingSummary(BaseModel):
+    interrupt_id: str
+    kind: Literal["review", "input"]
+    created_at: datetime
+    calls: list[CallSummary] = Field(default_factory=list)
+    question: str | None = None
+    """Preview of an ``interrupt()`` question."""
+    tool_call_id: str | None = None
+
+
+class ThreadSummary(BaseModel):
+    thread_id: str
+    status: ThreadStatusName
+    version: int
+    preview: str
+    created_at: datetime
+    updated_at: datetime
+    error: str | None = None
+    pending: list[PendingSummary]
+
+
+class ThreadList(BaseModel):
+    threads: list[ThreadSummary]
+    next_before: datetime | None = Field(
+        description="Pass as ?before= for the next (older) page; null on the last page."
+    )
+
+
+class ToolInfo(BaseModel):
+    name: str
+    description: str
+    args_schema: dict[str, Any]
+
+
+class ThreadDetail(BaseModel):
+    thread_id: str
+    status: ThreadStatusName
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    preview: str
+    error: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    messages: list[Message]
+    interrupts: list[Interrupt] = Field(
+        description="Pending requests; a review request's value is a HITLRequest."
+    )
+    remembered: list[RememberedApproval]
+    calls: list[JournalEntry] = Field(description="Every tool call of the thread (journal).")
+    history: list[AuditRecord] = Field(description="The thread's audit rows, oldest first.")
+    history_truncated: bool = False
+    tools: dict[str, ToolInfo] = Field(description="Tools named by the pending requests.")
+
+
+class Accepted(BaseModel):
+    """The input or decision is stored; the run continues in the background."""
+
+    thread_id: str
+    accepted: Literal[True] = True
+    thread_url: str
+    events_url: str = Field(description="SSE stream of this thread, starting at this run.")
+
+
+class RunOutcome(BaseModel):
+    """Returned instead of :class:`Accepted` with ``?wait=true``: how the run ended."""
+
+    thread_id: str
+    status: Literal["completed", "interrupted"]
+    output: str | None
+    interrupts: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+
+
+class AuditPage(BaseModel):
+    records: list[AuditRecord]
+    next_after_id: int | None = Field(description="Pass as ?after_id= for the next page.")
+
+
+class AuditProblemOut(BaseModel):
+    thread_id: str
+    seq: int | None
+    problem: str
+
+
+class VerifyResult(BaseModel):
+    ok: bool
+    problems: list[AuditProblemOut]
+
+
+class RememberedList(BaseModel):
+    remembered: list[RememberedApproval]
+
+
+class Revoked(BaseModel):
+    revoked: bool
+
+
+class Me(BaseModel):
+    id: str
+    roles: list[str]
+    auth: bool = Field(description="False in local (loopback, no tokens) mode.")
+
+
+class Health(BaseModel):
+    ok: bool
+    checkpointer: str
+
+
+# -- builders ---------------------------------------------------------------------------------
+
+
+def _preview(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def pending_summary(intr: Interrupt) -> PendingSummary:
+    if intr.kind == "review":
+        value = intr.value
+        req = value if isinstance(value, HITLRequest) else HITLRequest.model_validate(value)
+        calls = [
+            CallSummary(tool_call_id=a.tool_call_id, name=a.name, args_preview=_preview(a.args),
+                        allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,
+                        expires_at=c.expires_at, reason=a.reason)
+            for a, c in zip(req.action_requests, req.review_configs, strict=True)
+        ]
+        return PendingSummary(interrupt_id=intr.id, kind="review", created_at=intr.created_at,
+                              calls=calls)
+    return PendingSummary(interrupt_id=intr.id, kind="input", created_at=intr.created_at,
+                          question=_preview(intr.value), tool_call_id=intr.tool_call_id)
+
+
+def thread_summary(rec: ThreadRecord) -> ThreadSummary:
+    return ThreadSummary(
+        thread_id=rec.thread_id, status=rec.status, version=rec.version, preview=rec.preview,
+        created_at=rec.created_at, updated_at=rec.updated_at, error=rec.error,
+        pending=[pending_summary(i) for i in rec.pending],
+    )
+
+
+HISTORY_LIMIT = 2000
+
+
+async def thread_detail(agent: Agent, state: ThreadState) -> ThreadDetail:
+    calls = await agent.ajournal(state.thread_id)
+    history = await agent.aaudit(state.thread_id, limit=HISTORY_LIMIT + 1)
+    names: set[str] = set()
+    for intr in state.interrupts:
+        if intr.kind == "review" and isinstance(intr.value, HITLRequest):
+            names.update(a.name for a in intr.value.action_requests)
+    tools = {
+        n: ToolInfo(name=n, description=t.description, args_schema=t.args_schema)
+        for n in sorted(names)
+        if (t := agent.tools_by_name.get(n)) is not None
+    }
+    return ThreadDetail(
+        thread_id=state.thread_id, status=state.status,
+        version=state.version, created_at=state.created_at, updated_at=state.updated_at,
+        preview=state.preview, error=state.error, metadata=state.metadata,
+        messages=state.messages, interrupts=state.interrupts, remembered=state.remembered,
+        calls=calls, history=history[:HISTORY_LIMIT],
+        history_truncated=len(history) > HISTORY_LIMIT, tools=tools,
+    )

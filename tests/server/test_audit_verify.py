@@ -1,0 +1,197 @@
+"""The hash-chained audit log: rows written for decisions made over HTTP carry the token's
+identity, and editing or deleting any row directly in the database (SQLite, Postgres) is
+reported by ``verify`` (library and ``GET /api/audit/verify``)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import PG_DSN, StoreFactory, require_postgres
+from interlock.audit import record_hash
+
+from .conftest import ALICE, BOB, TOKENS, Server, bearer, running
+from .server_agents import make_agent
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    if request.param == "postgres":
+        require_postgres()
+    factory = StoreFactory(str(request.param), tmp_path)
+    yield factory
+    factory.cleanup()
+
+
+class Rows:
+    """Direct access to the audit table, as someone with database access would have."""
+
+    def __init__(self, factory: StoreFactory) -> None:
+        self.f = factory
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        if self.f.kind == "sqlite":
+            conn = sqlite3.connect(self.f.sqlite_path, isolation_level=None)
+            try:
+                yield conn
+            finally:
+                conn.close()
+        else:
+            import psycopg
+
+            with psycopg.connect(PG_DSN, autocommit=True) as conn:
+                conn.execute(f'SET search_path TO "{self.f.pg_schema}"')
+                yield conn
+
+    def _sql(self, text: str) -> str:
+        return text if self.f.kind == "sqlite" else text.replace("?", "%s")
+
+    def of(self, thread_id: str) -> list[tuple[int, dict[str, Any]]]:
+        with self._cursor() as c:
+            rows = c.execute(self._sql("SELECT id, data FROM interlock_audit WHERE thread_id=? "
+                                       "ORDER BY seq"), (thread_id,)).fetchall()
+        return [(int(i), json.loads(d)) for i, d in rows]
+
+    def update(self, row_id: int, data: dict[str, Any]) -> None:
+        with self._cursor() as c:
+            c.execute(self._sql("UPDATE interlock_audit SET data=? WHERE id=?"),
+                      (json.dumps(data), row_id))
+
+    def delete(self, row_id: int) -> None:
+        with self._cursor() as c:
+            c.execute(self._sql("DELETE FROM interlock_audit WHERE id=?"), (row_id,))
+
+
+@pytest.fixture
+async def server(db: StoreFactory) -> AsyncIterator[Server]:
+    async with running(make_agent(db()), tokens=TOKENS) as s:
+        for tid, decision, token in [
+            ("a", {"type": "edit", "edited_action": {"name": "execute_sql",
+                                                     "args": {"query": "SELECT 1"}}}, ALICE),
+            ("b", {"type": "approve"}, BOB),
+            ("c", {"type": "reject", "message": "no"}, ALICE),
+        ]:
+            r = await s.client.post("/api/threads", params={"wait": "true"}, headers=bearer(BOB),
+                                    json={"message": "sql DELETE FROM t", "thread_id": tid})
+            assert r.json()["status"] == "interrupted"
+            r = await s.client.post(f"/api/threads/{tid}/decisions", params={"wait": "true"},
+                                    headers=bearer(token), json={"decisions": [decision]})
+            assert r.json()["status"] == "completed", r.text
+        yield s
+
+
+async def verify(s: Server) -> list[dict[str, Any]]:
+    r = await s.client.get("/api/audit/verify", headers=bearer(ALICE))
+    assert r.status_code == 200
+    body = r.json()
+    lib = await s.agent.averify_audit()
+    assert [(p.thread_id, p.seq, p.problem) for p in lib] == [
+        (p["thread_id"], p["seq"], p["problem"]) for p in body["problems"]]
+    assert body["ok"] is (not body["problems"])
+    return list(body["problems"])
+
+
+async def test_intact_log_records_who_did_what(server: Server, db: StoreFactory) -> None:
+    assert await verify(server) == []
+    rows = Rows(db)
+    kinds = [(d["kind"], d["actor"]) for _, d in rows.of("a")]
+    assert kinds == [("request_raised", "system"), ("decision", "alice"),
+                     ("tool_started", "system"), ("tool_finished", "system")]
+    decision = rows.of("a")[1][1]
+    assert decision["data"]["args"] == {"query": "DELETE FROM t"}
+    assert decision["data"]["edited_action"]["args"] == {"query": "SELECT 1"}
+    assert [d["kind"] for _, d in rows.of("c")] == ["request_raised", "decision"]
+    assert rows.of("c")[1][1]["actor"] == "alice"
+    assert rows.of("c")[1][1]["data"]["message"] == "no"
+
+
+async def test_edited_row_is_detected(server: Server, db: StoreFactory) -> None:
+    rows = Rows(db)
+    row_id, data = rows.of("a")[1]
+    data["actor"] = "bob"  # rewrite who decided
+    rows.update(row_id, data)
+    problems = await verify(server)
+    assert [(p["thread_id"], p["seq"]) for p in problems] == [("a", 2)]
+    assert "does not match its hash" in problems[0]["problem"]
+
+
+async def test_edited_args_with_a_recomputed_hash_are_detected(server: Server,
+                                                               db: StoreFactory) -> None:
+    rows = Rows(db)
+    row_id, data = rows.of("b")[1]
+    data["data"]["args"] = {"query": "SELECT harmless"}
+    data["hash"] = record_hash(thread_id=data["thread_id"], seq=data["seq"],
+                               ts=_ts(data["ts"]), kind=data["kind"], actor=data["actor"],
+                               tool_call_id=data["tool_call_id"], data=data["data"],
+                               prev_hash=data["prev_hash"])
+    rows.update(row_id, data)
+    problems = await verify(server)
+    assert [(p["thread_id"], p["seq"]) for p in problems] == [("b", 3)]
+    assert "prev_hash does not match" in problems[0]["problem"]
+
+
+async def test_edited_last_row_with_a_recomputed_hash_is_detected(server: Server,
+                                                                  db: StoreFactory) -> None:
+    rows = Rows(db)
+    row_id, data = rows.of("c")[-1]
+    data["data"]["message"] = "yes"
+    data["hash"] = record_hash(thread_id=data["thread_id"], seq=data["seq"],
+                               ts=_ts(data["ts"]), kind=data["kind"], actor=data["actor"],
+                               tool_call_id=data["tool_call_id"], data=data["data"],
+                               prev_hash=data["prev_hash"])
+    rows.update(row_id, data)
+    problems = await verify(server)
+    assert [(p["thread_id"], p["seq"]) for p in problems] == [("c", 2)]
+    assert "does not match the head" in problems[0]["problem"]
+
+
+async def test_deleted_middle_row_is_detected(server: Server, db: StoreFactory) -> None:
+    rows = Rows(db)
+    rows.delete(rows.of("a")[1][0])
+    problems = await verify(server)
+    assert ("a", 2) in [(p["thread_id"], p["seq"]) for p in problems]
+    assert any("missing" in p["problem"] for p in problems)
+    assert {p["thread_id"] for p in problems} == {"a"}
+
+
+async def test_deleted_last_row_is_detected(server: Server, db: StoreFactory) -> None:
+    rows = Rows(db)
+    last_id, last = rows.of("b")[-1]
+    rows.delete(last_id)
+    problems = await verify(server)
+    assert [(p["thread_id"], p["seq"]) for p in problems] == [("b", last["seq"])]
+    assert "missing" in problems[0]["problem"]
+
+
+async def test_deleted_whole_chain_is_detected(server: Server, db: StoreFactory) -> None:
+    rows = Rows(db)
+    for row_id, _ in rows.of("c"):
+        rows.delete(row_id)
+    problems = await verify(server)
+    assert [(p["thread_id"], p["problem"]) for p in problems] == [("c", "rows 1..2 are missing")]
+
+
+async def test_verify_one_thread(server: Server, db: StoreFactory) -> None:
+    rows = Rows(db)
+    rows.delete(rows.of("a")[0][0])
+    r = await server.client.get("/api/audit/verify", params={"thread_id": "b"},
+                                headers=bearer(ALICE))
+    assert r.json() == {"ok": True, "problems": []}
+    r = await server.client.get("/api/audit/verify", params={"thread_id": "a"},
+                                headers=bearer(ALICE))
+    assert r.json()["ok"] is False
+
+
+def _ts(value: str) -> Any:
+    from datetime import datetime
+
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))

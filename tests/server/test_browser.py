@@ -1,0 +1,453 @@
+"""The web inbox in headless Chromium (Debian's build, driven by Playwright): requests appear
+live, every decision works from the page and the runs finish with the expected tool results,
+decisions made elsewhere update the page, untrusted text never runs, 1,000 pending requests
+stay fast. All waits are Playwright's auto-waiting assertions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import pytest
+from pydantic import BaseModel
+
+from interlock import SqliteCheckpointer, tool
+
+from .conftest import ALICE, BOB, TOKENS, bearer
+from .live import CHROMIUM_ARGS, LiveServer, chromium_path
+from .server_agents import EXECUTED, make_agent
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import Browser, Page, expect  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+SQL = "DELETE FROM records WHERE created_at < NOW() - INTERVAL '30 days'"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    path = chromium_path()
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    db = tmp_path_factory.mktemp("browser") / "inbox.db"
+    server = LiveServer(make_agent(SqliteCheckpointer(db)))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("dialog", lambda d: errors.append(f"dialog: {d.message}"))
+    # CSP violations and script errors show up as console errors (HTTP error statuses that the
+    # page handles, like a 422, are logged by Chromium too and are expected)
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error"
+          and "Failed to load resource" not in m.text else None)
+    yield pg
+    context.close()
+    assert errors == [], errors
+
+
+class Api:
+    def __init__(self, base: str, token: str | None = None) -> None:
+        self.base = base
+        self.headers = bearer(token) if token else {}
+
+    def start(self, message: str, thread_id: str) -> dict[str, Any]:
+        r = httpx.post(f"{self.base}/api/threads", params={"wait": "true"},
+                       headers=self.headers, json={"message": message, "thread_id": thread_id},
+                       timeout=30)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    def thread(self, thread_id: str) -> dict[str, Any]:
+        r = httpx.get(f"{self.base}/api/threads/{thread_id}", headers=self.headers, timeout=30)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+
+def open_thread(page: Page, live: LiveServer, thread_id: str) -> None:
+    page.goto(f"{live.url}/")
+    row = page.locator(f'.row[data-thread-id="{thread_id}"]')
+    expect(row).to_be_visible()
+    row.click()
+    expect(page.locator(".thread-id")).to_have_text(thread_id)
+
+
+def card(page: Page, tool: str) -> Any:
+    return page.locator(f'.card[data-tool="{tool}"]')
+
+
+def expect_completed(page: Page) -> None:
+    expect(page.locator('.detail-head [data-status]')).to_have_attribute("data-status",
+                                                                        "completed")
+
+
+def results(page: Page) -> Any:
+    return page.locator(".msg.tool pre.result")
+
+
+# -- live list --------------------------------------------------------------------------------
+
+
+def test_pending_request_appears_live(page: Page, live: LiveServer) -> None:
+    page.goto(f"{live.url}/")
+    expect(page.locator("#conn")).to_have_class("conn up")
+    expect(page.locator("#list-count")).to_contain_text("pending")
+    before = page.locator(".row").count()
+    Api(live.url).start(f"sql {SQL}", "live-1")
+    row = page.locator('.row[data-thread-id="live-1"]')
+    expect(row).to_be_visible()
+    expect(row.locator(".row-title")).to_have_text("execute_sql")
+    expect(row.locator(".row-args")).to_contain_text("DELETE FROM records")
+    expect(page).to_have_title(f"({before + 1}) interlock · review inbox")
+
+
+# -- decisions from the page -------------------------------------------------------------------
+
+
+def test_approve_from_the_page(page: Page, live: LiveServer) -> None:
+    Api(live.url).start(f"sql {SQL}", "approve-1")
+    open_thread(page, live, "approve-1")
+    c = card(page, "execute_sql")
+    expect(c.locator(".argv dt")).to_have_text(["query"])
+    expect(c.locator(".argv dd")).to_have_text([SQL])
+    expect(c.locator(":scope > .actions > button")).to_have_text(
+        ["Approve", "Approve & remember for this thread", "Edit…", "Reject…", "Respond…"])
+    c.get_by_role("button", name="Approve", exact=True).click()
+    expect_completed(page)
+    expect(results(page)).to_have_text([f"OK: ran {SQL}"])
+    expect(page.locator('.row[data-thread-id="approve-1"]')).to_have_count(0)
+    expect(page.locator("tr.decision-row")).to_contain_text(["approved execute_sql"])
+    expect(page.locator("tr.decision-row td.actor")).to_have_text(["local"])
+    t = Api(live.url).thread("approve-1")
+    assert t["status"] == "completed"
+    assert [m["content"] for m in t["messages"] if m["role"] == "tool"] == [f"OK: ran {SQL}"]
+    assert EXECUTED.count(("execute_sql", {"query": SQL})) == 1
+
+
+def test_edit_changes_an_argument(page: Page, live: LiveServer) -> None:
+    Api(live.url).start("limit 4", "edit-1")
+    open_thread(page, live, "edit-1")
+    c = card(page, "set_limit")
+    expect(c.locator(":scope > .actions > button")).to_have_text(
+        ["Approve", "Approve & remember for this thread", "Edit…", "Reject…"])
+    c.get_by_role("button", name="Edit…").click()
+    field = c.locator('.field[data-arg="n"] input')
+    expect(field).to_have_value("4")
+    submit = c.get_by_role("button", name="Run with these arguments")
+    field.fill("four")  # checked in the page before anything is sent
+    expect(c.locator('.field[data-arg="n"] .field-error')).to_have_text("must be a whole number")
+    expect(submit).to_be_disabled()
+    field.fill("3")  # a valid integer, but the tool only takes even numbers: the server says so
+    expect(submit).to_be_enabled()
+    submit.click()
+    expect(c.locator(".panel .error")).to_contain_text("n must be an even number")
+    expect(c.locator(".panel .error")).to_contain_text("Nothing was changed")
+    field.fill("6")
+    submit.click()
+    expect_completed(page)
+    expect(results(page)).to_have_count(1)
+    expect(results(page).first).to_contain_text("limit set to 6")
+    expect(results(page).first).to_contain_text("a reviewer changed this tool call")
+    t = Api(live.url).thread("edit-1")
+    assert t["messages"][1]["tool_calls"][0]["args"] == {"n": 4}  # history keeps the original
+    assert ("set_limit", {"n": 6, "reason": ""}) in EXECUTED
+    assert not any(name == "set_limit" and args["n"] in (3, 4) for name, args in EXECUTED)
+
+
+def test_edit_as_raw_json(page: Page, live: LiveServer) -> None:
+    Api(live.url).start("write notes.txt hello", "edit-raw")
+    open_thread(page, live, "edit-raw")
+    c = card(page, "write_file")
+    c.get_by_role("button", name="Edit…").click()
+    c.get_by_role("button", name="Edit as JSON").click()
+    raw = c.get_by_label("Arguments as JSON")
+    raw.fill('{"path": "notes.txt", "content": "hello", "mode": "w"}')
+    expect(c.locator(".form-error")).to_contain_text("mode: unknown argument")
+    expect(c.get_by_role("button", name="Run with these arguments")).to_be_disabled()
+    raw.fill('{"path": "notes.txt", "content": "bye"}')
+    c.get_by_role("button", name="Run with these arguments").click()
+    expect_completed(page)
+    expect(results(page).first).to_contain_text("wrote 3 characters to notes.txt")
+
+
+def test_reject_with_a_reason(page: Page, live: LiveServer) -> None:
+    Api(live.url).start("sql DROP TABLE customers", "reject-1")
+    open_thread(page, live, "reject-1")
+    c = card(page, "execute_sql")
+    c.get_by_role("button", name="Reject…").click()
+    c.get_by_label("Reason").fill("never drop customers")
+    c.locator(".panel").get_by_role("button", name="Reject", exact=True).click()
+    expect_completed(page)
+    expect(results(page).first).to_contain_text("The user rejected the tool call `execute_sql`")
+    expect(results(page).first).to_contain_text("Reason: never drop customers")
+    expect(page.locator(".msg.tool .badge.decision-reject")).to_have_text("rejected")
+    assert ("execute_sql", {"query": "DROP TABLE customers"}) not in EXECUTED
+
+
+def test_respond(page: Page, live: LiveServer) -> None:
+    Api(live.url).start("ask Which region should I deploy to?", "respond-1")
+    open_thread(page, live, "respond-1")
+    c = card(page, "ask_user")
+    expect(c.locator(":scope > .actions > button")).to_have_text(["Reject…", "Respond…"])
+    c.get_by_role("button", name="Respond…").click()
+    send = c.get_by_role("button", name="Send response")
+    expect(send).to_be_disabled()
+    c.get_by_label("Response").fill("eu-west-1")
+    send.click()
+    expect_completed(page)
+    expect(results(page)).to_have_text(["eu-west-1"])
+    expect(page.locator(".msg.assistant .text").last).to_have_text("Done. eu-west-1")
+    assert not any(name == "ask_user" for name, _ in EXECUTED)
+
+
+def test_approve_and_remember_then_revoke(page: Page, live: LiveServer) -> None:
+    Api(live.url).start("twice SELECT 5", "remember-1")
+    open_thread(page, live, "remember-1")
+    card(page, "execute_sql").get_by_role("button",
+                                          name="Approve & remember for this thread").click()
+    expect_completed(page)
+    expect(results(page)).to_have_text(["OK: ran SELECT 5", "OK: ran SELECT 5 -- again"])
+    rule = page.locator(".rules li")
+    expect(rule).to_contain_text("execute_sql")
+    expect(page.locator("tr[data-kind=auto_approved]")).to_have_count(1)
+    rule.get_by_role("button", name="Revoke").click()
+    expect(page.locator(".rules li")).to_have_count(0)
+    assert Api(live.url).thread("remember-1")["remembered"] == []
+
+
+def test_answer_a_question(page: Page, live: LiveServer) -> None:
+    Api(live.url).start("pick", "question-1")
+    open_thread(page, live, "question-1")
+    c = page.locator(".card.input-card")
+    expect(c.locator(".question")).to_have_text("Which colour?")
+    c.get_by_label("Answer").fill("teal")
+    c.get_by_role("button", name="Send answer").click()
+    expect_completed(page)
+    expect(results(page)).to_have_text(["colour is teal"])
+
+
+def test_decision_made_elsewhere_updates_the_open_page(page: Page, live: LiveServer) -> None:
+    api = Api(live.url)
+    intr = api.start(f"sql {SQL}", "elsewhere-1")["interrupts"][0]
+    open_thread(page, live, "elsewhere-1")
+    expect(card(page, "execute_sql")).to_be_visible()
+    r = httpx.post(f"{live.url}/api/threads/elsewhere-1/decisions", timeout=30,
+                   json={"interrupt_id": intr["id"],
+                         "decisions": [{"type": "reject", "message": "done by API"}]})
+    assert r.status_code == 202
+    expect(card(page, "execute_sql")).to_have_count(0)
+    expect_completed(page)
+    expect(page.locator('.row[data-thread-id="elsewhere-1"]')).to_have_count(0)
+    expect(page.locator("tr.decision-row")).to_contain_text(["rejected execute_sql"])
+    expect(page.locator("tr.decision-row pre.detail")).to_contain_text(["message: done by API"])
+
+
+def test_cancel_from_the_page(page: Page, live: LiveServer) -> None:
+    Api(live.url).start("multi", "cancel-1")
+    open_thread(page, live, "cancel-1")
+    expect(page.locator(".card")).to_have_count(2)
+    page.get_by_role("button", name="Cancel thread…").click()
+    page.locator(".cancel-reason").fill("wrong ticket")
+    page.get_by_role("button", name="Cancel all pending calls").click()
+    expect(page.locator('.detail-head [data-status]')).to_have_attribute("data-status", "idle")
+    expect(page.locator(".card")).to_have_count(0)
+    expect(results(page)).to_have_count(2)
+    expect(results(page).first).to_contain_text("Reason: wrong ticket")
+
+
+# -- untrusted text -----------------------------------------------------------------------------
+
+XSS = ('<img src=x onerror="window.__xss=1;alert(1)"></script>'
+       '<script>window.__xss=2</script><b>bold</b>')
+
+
+def test_untrusted_text_renders_as_text_and_runs_nothing(page: Page, live: LiveServer) -> None:
+    api = Api(live.url)
+    tid = "xss-<i>1"
+    api.start(f"write x.txt {XSS}", tid)
+    page.goto(f"{live.url}/")
+    row = page.locator(".row").filter(has_text="write_file").first
+    expect(row.locator(".row-args")).to_contain_text('<img src=x onerror=\\"window.__xss=1')
+    expect(row.locator(".row-preview")).to_contain_text("</script><script>window.__xss=2")
+    row.click()
+    expect(page.locator(".thread-id")).to_have_text(tid)
+    c = card(page, "write_file")
+    expect(c.locator(".argv dd")).to_have_text(["x.txt", XSS])
+    c.get_by_role("button", name="Show JSON").click()
+    args = json.loads(c.locator("pre.json").inner_text())
+    assert args == {"path": "x.txt", "content": XSS}
+    expect(page.locator(".msg.user .text")).to_have_text(f"write x.txt {XSS}")
+    c.get_by_role("button", name="Edit…").click()
+    expect(c.locator('.field[data-arg="content"] textarea')).to_have_value(XSS)
+    # nothing was parsed as markup, so there is no image, script or bold element from the data
+    assert page.locator("img").count() == 0
+    assert page.locator("#detail script, #list script").count() == 0
+    assert page.locator("#detail b, #list b").count() == 0
+    assert page.evaluate("typeof window.__xss") == "undefined"
+    c.get_by_role("button", name="Run with these arguments").click()
+    expect_completed(page)
+    assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+# -- auth in the page ----------------------------------------------------------------------------
+
+
+def test_sign_in_and_roles(browser: Browser, tmp_path: Path) -> None:
+    server = LiveServer(make_agent(SqliteCheckpointer(tmp_path / "auth.db")), tokens=TOKENS)
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    try:
+        Api(server.url, ALICE).start("drop audit_2019", "roles-1")
+        page = context.new_page()
+        page.goto(f"{server.url}/")
+        expect(page.locator("#login")).to_be_visible()
+        page.locator("#token").fill("not-a-valid-token-123456")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator("#login-error")).to_have_text("That token was not accepted.")
+        page.locator("#token").fill(BOB)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator("#whoami")).to_have_text("bob (ops)")
+        open_row = page.locator('.row[data-thread-id="roles-1"]')
+        open_row.click()
+        c = card(page, "drop_table")
+        expect(c.locator(".notice")).to_have_text(
+            "Only a reviewer with the role dba can decide this call.")
+        expect(c.get_by_role("button", name="Approve", exact=True)).to_be_disabled()
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.locator("#login")).to_be_visible()
+        page.locator("#token").fill(ALICE)
+        page.get_by_role("button", name="Sign in").click()
+        page.locator('.row[data-thread-id="roles-1"]').click()
+        card(page, "drop_table").get_by_role("button", name="Approve", exact=True).click()
+        expect_completed(page)
+        expect(page.locator("tr.decision-row td.actor")).to_have_text(["alice"])
+        assert ("drop_table", {"table": "audit_2019"}) in EXECUTED
+    finally:
+        context.close()
+        server.stop()
+
+
+# -- 1,000 pending ---------------------------------------------------------------------------
+
+
+def _seed(db: Path, n: int) -> None:
+    store = SqliteCheckpointer(db, synchronous="OFF")
+    agent = make_agent(store)
+
+    async def go() -> None:
+        for i in range(n):
+            await agent.ainvoke(f"sql UPDATE accounts SET flagged = true WHERE id = {i}",
+                                thread_id=f"bulk-{i:04d}")
+        await store.close()
+
+    # Playwright's sync API owns this thread's event loop: seed from another thread
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, go()).result()
+
+
+def test_a_thousand_pending_requests_stay_fast(browser: Browser, tmp_path: Path) -> None:
+    db = tmp_path / "bulk.db"
+    _seed(db, 1000)
+    server = LiveServer(make_agent(SqliteCheckpointer(db)))
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    try:
+        page = context.new_page()
+        started = time.perf_counter()
+        page.goto(f"{server.url}/")
+        expect(page.locator("#list-count")).to_have_text("1,000 pending requests")
+        wall = time.perf_counter() - started
+        ready = page.evaluate(
+            "performance.getEntriesByName('interlock:inbox-ready')[0].startTime")
+        rows = page.locator(".row").count()
+        print(f"\n1,000 pending: list ready {ready:.0f} ms after navigation "
+              f"({wall * 1000:.0f} ms wall), {rows} row elements in the DOM")
+        assert rows < 60  # virtualised: only the visible rows exist
+        assert ready < 3000
+        expect(page.locator(".row").first).to_have_attribute("data-thread-id", "bulk-0999")
+        page.locator("#list").evaluate("el => { el.scrollTop = el.scrollHeight; }")
+        expect(page.locator('.row[data-thread-id="bulk-0000"]')).to_be_visible()
+        t0 = time.perf_counter()
+        page.locator("#search").fill("id = 123")
+        expect(page.locator("#list-count")).to_have_text("1 matching pending request")
+        print(f"filter over 1,000: {(time.perf_counter() - t0) * 1000:.0f} ms")
+        page.locator('.row[data-thread-id="bulk-0123"]').click()
+        card(page, "execute_sql").get_by_role("button", name="Approve", exact=True).click()
+        expect_completed(page)
+        page.locator("#search").fill("")
+        expect(page.locator("#list-count")).to_have_text("999 pending requests")
+    finally:
+        context.close()
+        server.stop()
+
+
+# -- the arguments form, on a schema with every supported kind of field --------------------------
+
+
+class Window(BaseModel):
+    start: str
+    end: str
+
+
+@tool
+def schedule(title: str, count: int, ratio: float, urgent: bool, level: Literal["low", "high"],
+             note: str | None = None, tags: list[str] | None = None,
+             window: Window | None = None) -> str:
+    """A tool with many kinds of arguments."""
+    return "ok"
+
+
+def test_args_form_covers_the_schema_kinds(page: Page, live: LiveServer) -> None:
+    args = {"title": "deploy", "count": 2, "ratio": 0.5, "urgent": False, "level": "low",
+            "note": None, "tags": ["a"], "window": {"start": "09:00", "end": "10:00"}}
+    page.goto(f"{live.url}/")
+    expect(page.locator("#list-count")).not_to_have_text("Loading…")
+    out = page.evaluate("""async ([schema, args]) => {
+      const { argsEditor } = await import("./static/form.js");
+      const ed = argsEditor(schema, args);
+      document.body.append(ed.el);
+      const field = (n) => ed.el.querySelector(`.field[data-arg="${n}"]`);
+      const set = (n, v) => { const i = field(n).querySelector("input[type=text], textarea");
+        i.value = v; i.dispatchEvent(new Event("input", { bubbles: true })); };
+      const results = { kinds: [...ed.el.querySelectorAll(".field-type")].map((e) => e.textContent),
+                        initial: ed.read() };
+      set("count", "2.5"); results.fraction = ed.read();
+      set("count", "7"); set("tags", '["x", 3]'); results.badTags = ed.read();
+      set("tags", '["x"]');
+      field("level").querySelector("select").value = "1";
+      field("urgent").querySelector("input").checked = true;
+      field("note").querySelector(".null-toggle input").checked = false;
+      set("note", "call first");
+      results.changed = ed.read();
+      set("title", "");
+      results.emptyTitle = ed.read();
+      return results;
+    }""", [schedule.args_schema, args])
+    assert out["kinds"] == ["string", "integer", "number", "boolean", "enum", "string or empty",
+                            "JSON or empty", "JSON or empty"]
+    assert out["initial"] == {"ok": True, "value": args, "errors": []}
+    assert out["fraction"]["ok"] is False
+    assert out["fraction"]["errors"] == ["count: must be a whole number"]
+    assert out["badTags"]["ok"] is False
+    assert any(e.startswith("tags") for e in out["badTags"]["errors"])
+    assert out["changed"] == {"ok": True, "errors": [], "value": {
+        **args, "count": 7, "tags": ["x"], "level": "high", "urgent": True,
+        "note": "call first"}}
+    assert out["emptyTitle"]["ok"] is True  # an empty text is a valid str
+    assert out["emptyTitle"]["value"]["title"] == ""
