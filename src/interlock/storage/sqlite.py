@@ -114,6 +114,15 @@ class SqliteCheckpointer:
         return self._conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
+        # the common case, an up-to-date file, needs no write lock
+        try:
+            row = conn.execute(
+                "SELECT value FROM interlock_meta WHERE key='schema_version'"
+            ).fetchone()
+        except sqlite3.OperationalError:  # no meta table yet: a new file
+            row = None
+        if row is not None and int(row[0]) == SCHEMA_VERSION:
+            return
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute(
