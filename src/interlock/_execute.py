@@ -31,6 +31,7 @@ from .hitl import ActionRequest, ReviewConfig
 from .interrupts import Interrupt, PauseRun, enter_scope, exit_scope
 from .messages import AssistantMessage, ToolCall, ToolMessage
 from .middleware import (
+    Middleware,
     ToolCallHandler,
     ToolCallRequest,
 )
@@ -194,8 +195,8 @@ def build_tool_handler(middleware: Sequence[object]) -> ToolCallHandler:
     handler: ToolCallHandler = invoke_tool
     for mw in reversed(middleware):
         wrap = getattr(mw, "wrap_tool_call", None)
-        if wrap is None:
-            continue
+        if wrap is None or getattr(type(mw), "wrap_tool_call", None) is Middleware.wrap_tool_call:
+            continue  # no hook, or the base class's pass-through
 
         def make(w: Any, nxt: ToolCallHandler, owner: object = mw) -> ToolCallHandler:
             async def h(req: ToolCallRequest) -> ToolMessage:

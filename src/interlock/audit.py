@@ -22,9 +22,10 @@ def record_hash(
     *, thread_id: str, seq: int, ts: datetime, kind: str, actor: str,
     tool_call_id: str | None, data: dict[str, Any], prev_hash: str,
 ) -> str:
+    """SHA-256 of the record's canonical JSON (``data`` must already be JSON-compatible)."""
     body = {
         "thread_id": thread_id, "seq": seq, "ts": ts.isoformat(), "kind": kind,
-        "actor": actor, "tool_call_id": tool_call_id, "data": to_jsonable_python(data),
+        "actor": actor, "tool_call_id": tool_call_id, "data": data,
         "prev_hash": prev_hash,
     }
     canon = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from datetime import datetime
 
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
@@ -31,7 +31,7 @@ class MemoryCheckpointer:
         self._journal_turn: dict[str, dict[str, int]] = {}
         """thread id -> tool call id -> turn (the index a database would use)."""
         self._audit: list[str] = []
-        self._lock = asyncio.Lock()
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"MemoryCheckpointer(threads={len(self._threads)}, not durable)"
@@ -55,7 +55,7 @@ class MemoryCheckpointer:
 
     async def commit(self, change: Commit, *, expected_version: int | None) -> None:
         tid = change.thread.thread_id
-        async with self._lock:
+        with self._lock:
             current = self._threads.get(tid)
             if expected_version is None:
                 if current is not None:
