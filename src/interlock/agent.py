@@ -346,21 +346,25 @@ class Agent:
             if len(batch) < 5000:
                 break
             after = batch[-1].id or after
-        threads = [thread_id] if thread_id else None
-        if threads is None:
-            threads = sorted(set(records))
+        # the head of each chain (last seq and hash) is kept on the thread row
+        heads: dict[str, tuple[int, str]] = {}
+        if thread_id is not None:
+            snap = await self.checkpointer.load(thread_id)
+            if snap is not None:
+                heads[thread_id] = (snap.thread.audit_seq, snap.thread.audit_hash)
+        else:
             before: datetime | None = None
             while True:
                 rows = await self.checkpointer.list_threads(limit=1000, before=before)
-                threads = sorted(set(threads) | {r.thread_id for r in rows if r.audit_seq})
+                heads.update((r.thread_id, (r.audit_seq, r.audit_hash))
+                             for r in rows if r.audit_seq)
                 if len(rows) < 1000:
                     break
                 before = rows[-1].updated_at
+        threads = [thread_id] if thread_id is not None else sorted(set(records) | set(heads))
         problems: list[AuditProblem] = []
         for tid in threads:
-            snap = await self.checkpointer.load(tid)
-            head = (snap.thread.audit_seq, snap.thread.audit_hash) if snap else None
-            problems.extend(verify_chain(tid, records.get(tid, []), head))
+            problems.extend(verify_chain(tid, records.get(tid, []), heads.get(tid)))
         return problems
 
     # ------------------------------------------------------------------ sync wrappers

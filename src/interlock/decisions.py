@@ -10,11 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InvalidDecision, NotAuthorized
 from .hitl import ActionRequest, ReviewConfig
-from .middleware import DECISION_TYPES
 from .tools import ArgumentError, Tool
 
 FORMAT_VERSION = 1
@@ -66,7 +65,6 @@ class Respond(_Decision):
 
 
 Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="type")]
-DECISION_ADAPTER: TypeAdapter[Decision] = TypeAdapter(Decision)
 _MODELS: dict[str, type[_Decision]] = {
     "approve": Approve, "edit": Edit, "reject": Reject, "respond": Respond
 }
@@ -279,6 +277,3 @@ def _check_edit(
         ) from None
     return name, dict(args)
 
-
-def decision_types() -> tuple[str, ...]:
-    return DECISION_TYPES

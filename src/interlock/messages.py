@@ -58,7 +58,6 @@ Message = Annotated[
     SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
 ]
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
-MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
 def message_from_json(data: str | bytes) -> Message:

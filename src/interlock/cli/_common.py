@@ -22,7 +22,6 @@ from .._sync import run_blocking
 from ..agent import Agent
 from ..decisions import Reviewer
 from ..errors import ConfigurationError, InterlockError
-from ..messages import AssistantMessage, Message
 from ..models.scripted import ScriptedModel
 from ..storage import from_url
 from ..storage.base import Checkpointer, ThreadRecord
@@ -111,13 +110,6 @@ def when(ts: datetime | None) -> str:
 def short(text: str, width: int = 70) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def last_answer(messages: list[Message]) -> str | None:
-    for m in reversed(messages):
-        if isinstance(m, AssistantMessage) and not m.tool_calls:
-            return m.content
-    return None
 
 
 # ---------------------------------------------------------------------------- options

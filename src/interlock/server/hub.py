@@ -110,11 +110,6 @@ class Hub:
             if not subs:
                 del self._subs[sub.topic]
 
-    def subscriber_count(self, topic: str | None = None) -> int:
-        if topic is not None:
-            return len(self._subs.get(topic, ()))
-        return sum(len(s) for s in self._subs.values())
-
     def close(self) -> None:
         """End every stream (server shutdown)."""
         self._closed = True
