@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ._run_base import AuditItem, ResumeSpec, RunBase
 from ._texts import (
     cancel_text,
+    digest,
     expired_text,
     reject_text,
     unknown_reject_text,
@@ -108,14 +109,18 @@ class DecisionSteps(RunBase):
             e = self.s.journal[cid]
             journal.append(self._decided_entry(e, r, spec.actor, now))
             d = r.decision
-            audit.append(("decision", spec.actor, cid, {
-                "interrupt_id": review.id, "type": d.type, "name": e.name, "args": e.args,
-                "edited_action": (
-                    {"name": r.exec_name, "args": r.exec_args} if isinstance(d, Edit) else None
-                ),
-                "message": getattr(d, "message", None),
-                "remember": getattr(d, "remember", None),
-            }))
+            # the arguments are copied only when the reviewer changed them (before and after);
+            # otherwise the row names them by digest (the messages hold them)
+            row: dict[str, Any] = {"interrupt_id": review.id, "type": d.type, "name": e.name}
+            if isinstance(d, Edit):
+                row["args"] = e.args
+                row["edited_action"] = {"name": r.exec_name, "args": r.exec_args}
+            else:
+                row["args_sha256"] = digest(e.args)
+            for key in ("message", "remember"):
+                if getattr(d, key, None) is not None:
+                    row[key] = getattr(d, key)
+            audit.append(("decision", spec.actor, cid, row))
             if isinstance(d, Approve) and d.remember == "thread" and not any(
                 x.tool_name == e.name for x in remembered
             ):
@@ -138,15 +143,16 @@ class DecisionSteps(RunBase):
             "decision": d.model_dump(mode="json", exclude_none=True), "decided_by": actor,
             "updated_at": now,
         }
+        # what runs is stored only where it differs from what the model proposed
+        run = {"exec_name": r.exec_name if r.exec_name != e.name else None,
+               "exec_args": r.exec_args if r.exec_args != e.args else None}
         if isinstance(d, Approve):
             # approving a retry of an edited call (outcome unknown) still runs it as edited
             edited = (r.exec_name, r.exec_args) != (e.name, e.args)
             return e.model_copy(update={
-                **base, "state": CallState.EDITED if edited else CallState.APPROVED,
-                "exec_name": r.exec_name, "exec_args": r.exec_args})
+                **base, "state": CallState.EDITED if edited else CallState.APPROVED, **run})
         if isinstance(d, Edit):
-            return e.model_copy(update={**base, "state": CallState.EDITED,
-                                        "exec_name": r.exec_name, "exec_args": r.exec_args})
+            return e.model_copy(update={**base, "state": CallState.EDITED, **run})
         if isinstance(d, Reject):
             unknown = (e.review or {}).get("reason") == "outcome_unknown"
             text = unknown_reject_text if unknown else reject_text

@@ -406,6 +406,7 @@ class Run(DecisionSteps, ExecutionSteps):
                 review = {**mark.to_json(), "expires_at": expires_at.isoformat()
                           if expires_at else None}
                 review.pop("description", None)  # kept in the request; often repeats the args
+                review = {k: v for k, v in review.items() if v is not None}
                 entries.append(e.model_copy(update={
                     **base, "state": CallState.PENDING_REVIEW, "review": review}))
                 reviews.append((
@@ -427,15 +428,13 @@ class Run(DecisionSteps, ExecutionSteps):
                                                     "result": msg}))
             elif isinstance(mark, AutoApproveMark):
                 entries.append(e.model_copy(update={
-                    **base, "state": CallState.AUTO_APPROVED, "exec_name": call.name,
-                    "exec_args": call.args, "decided_by": f"rule:{mark.rule}"}))
+                    **base, "state": CallState.AUTO_APPROVED, "decided_by": f"rule:{mark.rule}"}))
                 audit.append(("auto_approved", f"rule:{mark.rule}", call.id,
                               {"name": call.name, "args": call.args, "rule": mark.rule,
                                "middleware": mark.by}))
             else:
                 entries.append(e.model_copy(update={
-                    **base, "state": CallState.APPROVED, "exec_name": call.name,
-                    "exec_args": call.args, "decided_by": "policy"}))
+                    **base, "state": CallState.APPROVED, "decided_by": "policy"}))
         pending = list(self.t.pending)
         new_intr = self._merge_review(pending, reviews)
         if new_intr is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import signal
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -43,8 +44,46 @@ def _check_no_loop(name: str) -> None:
     )
 
 
-async def _into(coro: Coroutine[Any, Any, T], box: list[T]) -> None:
-    box.append(await coro)
+class _CtrlC:
+    """SIGINT handler while a blocking call runs: the first Ctrl-C cancels the call at its
+    next ``await`` (so no step is left half-applied), a second one raises at once."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        self.loop, self.task, self.count = loop, task, 0
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.count += 1
+        if self.count == 1 and not self.task.done():
+            self.task.cancel()
+            self.loop.call_soon_threadsafe(lambda: None)  # wake the loop
+            return
+        raise KeyboardInterrupt()
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.Runner.run`` without its per-call overhead: the runner's loop runs the task,
+    in the caller's context, with the same Ctrl-C behaviour (a cancelled call raises
+    ``KeyboardInterrupt``). ``Runner.run`` formats ``repr()`` of the task twice per call
+    while it swaps the SIGINT handler; this costs a few microseconds instead."""
+    loop = _runner().get_loop()
+    task = loop.create_task(coro)
+    handler: _CtrlC | None = None
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        handler = _CtrlC(loop, task)
+        try:
+            signal.signal(signal.SIGINT, handler)
+        except ValueError:  # pragma: no cover - e.g. signals unavailable here
+            handler = None
+    try:
+        return loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        if handler is not None and handler.count:
+            raise KeyboardInterrupt() from None
+        raise
+    finally:
+        if handler is not None and signal.getsignal(signal.SIGINT) is handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_blocking(coro: Coroutine[Any, Any, T], name: str) -> T:
@@ -53,16 +92,11 @@ def run_blocking(coro: Coroutine[Any, Any, T], name: str) -> T:
     except InterlockError:
         coro.close()
         raise
-    # The task's own result stays None: asyncio.Runner formats repr(task) (result included)
-    # when it restores the SIGINT handler, which for a RunResult means the whole transcript.
-    box: list[T] = []
-    _runner().run(_into(coro, box))
-    return box[0]
+    return _run(coro)
 
 
 def iterate_blocking(agen: AsyncIterator[T], name: str) -> Iterator[T]:
     _check_no_loop(name)
-    runner = _runner()
 
     async def step() -> tuple[bool, T | None]:
         try:
@@ -72,11 +106,11 @@ def iterate_blocking(agen: AsyncIterator[T], name: str) -> Iterator[T]:
 
     try:
         while True:
-            ok, item = runner.run(step())
+            ok, item = _run(step())
             if not ok:
                 return
             yield item  # type: ignore[misc]
     finally:
         aclose = getattr(agen, "aclose", None)
         if aclose is not None:
-            runner.run(aclose())
+            _run(aclose())

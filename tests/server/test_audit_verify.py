@@ -128,7 +128,8 @@ async def test_edited_args_with_a_recomputed_hash_are_detected(server: Server,
                                                                db: StoreFactory) -> None:
     rows = Rows(db)
     row_id, data = rows.of("b")[1]
-    data["data"]["args"] = {"query": "SELECT harmless"}
+    assert data["kind"] == "decision" and "args" not in data["data"]  # approve: by digest
+    data["data"]["args_sha256"] = "0" * 64
     data["hash"] = record_hash(thread_id=data["thread_id"], seq=data["seq"],
                                ts=_ts(data["ts"]), kind=data["kind"], actor=data["actor"],
                                tool_call_id=data["tool_call_id"], data=data["data"],

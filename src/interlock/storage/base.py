@@ -117,7 +117,9 @@ class JournalEntry(BaseModel):
     args: dict[str, Any]
     state: CallState
     exec_name: str | None = None
+    """The tool that runs, when a reviewer's edit changed it (``None``: ``name``)."""
     exec_args: dict[str, Any] | None = None
+    """The arguments it runs with, when an edit changed them (``None``: ``args``)."""
     decision: dict[str, Any] | None = None
     decided_by: str | None = None
     review: dict[str, Any] | None = None
@@ -146,6 +148,23 @@ class AuditRecord(BaseModel):
     hash: str
     id: int | None = None
     """Global insertion order, assigned by the store."""
+
+
+def thread_json(thread: ThreadRecord) -> str:
+    """How a thread row is stored: fields at their default are left out (reading fills them
+    in again)."""
+    return thread.model_dump_json(exclude_defaults=True)
+
+
+def journal_json(entry: JournalEntry) -> str:
+    """How a journal row is stored: fields at their default (``None``, ``[]``, ``0``) are left
+    out; reading fills them in again."""
+    return entry.model_dump_json(exclude_defaults=True)
+
+
+def audit_json(record: AuditRecord) -> str:
+    """How an audit row is stored by a backend that keeps ``id`` in a column of its own."""
+    return record.model_dump_json(exclude={"id"})
 
 
 @dataclass

@@ -13,7 +13,24 @@ from .base import (
     ThreadRecord,
     ThreadSnapshot,
     VersionConflict,
+    journal_json,
+    thread_json,
 )
+
+
+class _Stored:
+    """One thread as a database would hold it: serialised rows, one object per thread."""
+
+    __slots__ = ("journal", "messages", "row", "version")
+
+    def __init__(self, row: str, version: int) -> None:
+        self.row = row
+        self.version = version
+        self.messages: list[str] = []
+        self.journal: list[tuple[str, int, str]] = []
+        """(tool call id, turn, row), in insertion order; the turn is the index a database
+        would use. A list, not a dict: most threads have a few rows, and 10,000 paused threads
+        should cost little more than their rows."""
 
 
 class MemoryCheckpointer:
@@ -24,12 +41,7 @@ class MemoryCheckpointer:
     durable = False
 
     def __init__(self) -> None:
-        self._threads: dict[str, str] = {}
-        self._versions: dict[str, int] = {}
-        self._messages: dict[str, list[str]] = {}
-        self._journal: dict[str, dict[str, str]] = {}
-        self._journal_turn: dict[str, dict[str, int]] = {}
-        """thread id -> tool call id -> turn (the index a database would use)."""
+        self._threads: dict[str, _Stored] = {}
         self._audit: list[str] = []
         self._lock = threading.Lock()
 
@@ -37,40 +49,46 @@ class MemoryCheckpointer:
         return f"MemoryCheckpointer(threads={len(self._threads)}, not durable)"
 
     async def load(self, thread_id: str) -> ThreadSnapshot | None:
-        raw = self._threads.get(thread_id)
-        if raw is None:
+        stored = self._threads.get(thread_id)
+        if stored is None:
             return None
-        thread = ThreadRecord.model_validate_json(raw)
-        messages: list[Message] = [
-            MESSAGE_ADAPTER.validate_json(m) for m in self._messages.get(thread_id, [])
-        ]
+        with self._lock:
+            row, messages_raw = stored.row, list(stored.messages)
+            journal_raw = list(stored.journal)
+        thread = ThreadRecord.model_validate_json(row)
+        messages: list[Message] = [MESSAGE_ADAPTER.validate_json(m) for m in messages_raw]
         journal: dict[str, JournalEntry] = {}
         if thread.turn is not None:
-            turns = self._journal_turn.get(thread_id, {})
-            for call_id, data in self._journal.get(thread_id, {}).items():
-                if turns.get(call_id) == thread.turn:
+            for _, turn, data in journal_raw:
+                if turn == thread.turn:
                     entry = JournalEntry.model_validate_json(data)
                     journal[entry.tool_call_id] = entry
         return ThreadSnapshot(thread=thread, messages=messages, journal=journal)
 
     async def commit(self, change: Commit, *, expected_version: int | None) -> None:
         tid = change.thread.thread_id
+        row = thread_json(change.thread)
+        messages = [message_to_json(m) for m in change.messages]
+        journal = [(e.tool_call_id, e.turn, journal_json(e)) for e in change.journal]
         with self._lock:
-            current = self._threads.get(tid)
+            stored = self._threads.get(tid)
             if expected_version is None:
-                if current is not None:
+                if stored is not None:
                     raise VersionConflict(tid, None)
-            elif current is None or self._versions[tid] != expected_version:
+                stored = self._threads[tid] = _Stored(row, change.thread.version)
+            elif stored is None or stored.version != expected_version:
                 raise VersionConflict(tid, expected_version)
-            self._threads[tid] = change.thread.model_dump_json(exclude_none=True)
-            self._versions[tid] = change.thread.version
-            msgs = self._messages.setdefault(tid, [])
-            msgs.extend(message_to_json(m) for m in change.messages)
-            jr = self._journal.setdefault(tid, {})
-            jt = self._journal_turn.setdefault(tid, {})
-            for entry in change.journal:
-                jr[entry.tool_call_id] = entry.model_dump_json(exclude_none=True)
-                jt[entry.tool_call_id] = entry.turn
+            stored.row = row
+            stored.version = change.thread.version
+            stored.messages.extend(messages)
+            rows = stored.journal
+            for item in journal:
+                at = next((i for i in range(len(rows) - 1, -1, -1) if rows[i][0] == item[0]),
+                          None)
+                if at is None:
+                    rows.append(item)
+                else:
+                    rows[at] = item
             for rec in change.audit:
                 rec = rec.model_copy(update={"id": len(self._audit) + 1})
                 self._audit.append(rec.model_dump_json())
@@ -78,7 +96,7 @@ class MemoryCheckpointer:
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
     ) -> list[ThreadRecord]:
-        rows = [ThreadRecord.model_validate_json(r) for r in self._threads.values()]
+        rows = [ThreadRecord.model_validate_json(t.row) for t in list(self._threads.values())]
         if status is not None:
             rows = [r for r in rows if r.status == status]
         if before is not None:
@@ -87,8 +105,9 @@ class MemoryCheckpointer:
         return rows[:limit]
 
     async def journal(self, thread_id: str) -> list[JournalEntry]:
-        stored = self._journal.get(thread_id, {}).values()
-        rows = [JournalEntry.model_validate_json(d) for d in stored]
+        stored = self._threads.get(thread_id)
+        raw = list(stored.journal) if stored is not None else []
+        rows = [JournalEntry.model_validate_json(d) for _, _, d in raw]
         rows.sort(key=lambda e: (e.turn, e.position))
         return rows
 
@@ -106,9 +125,10 @@ class MemoryCheckpointer:
 
     def stored_bytes(self) -> int:
         """Bytes of serialised state held (for storage-growth measurements)."""
-        total = sum(len(v) for v in self._threads.values()) + sum(len(a) for a in self._audit)
-        total += sum(len(m) for ms in self._messages.values() for m in ms)
-        total += sum(len(j) for js in self._journal.values() for j in js.values())
+        total = sum(len(a) for a in self._audit)
+        for t in self._threads.values():
+            total += len(t.row) + sum(len(m) for m in t.messages)
+            total += sum(len(d) for _, _, d in t.journal)
         return total
 
     async def close(self) -> None:

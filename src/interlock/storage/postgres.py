@@ -13,7 +13,10 @@ and safe for any text a model or tool produces (``jsonb`` refuses ``\\u0000``). 
 from __future__ import annotations
 
 import asyncio
+import select
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -30,6 +33,9 @@ from .base import (
     ThreadRecord,
     ThreadSnapshot,
     VersionConflict,
+    audit_json,
+    journal_json,
+    thread_json,
 )
 
 if TYPE_CHECKING:
@@ -38,6 +44,9 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 T = TypeVar("T")
+
+RECHECK_AFTER = 5.0
+"""Seconds a pooled connection may sit idle before it is checked with a round trip."""
 
 TABLES = ("interlock_meta", "interlock_threads", "interlock_messages", "interlock_journal",
           "interlock_audit")
@@ -150,6 +159,8 @@ class PostgresCheckpointer:
         self._open_lock = threading.Lock()
         self._closed = False
         self._sql = _Statements(schema)
+        self._last_used: weakref.WeakKeyDictionary[Connection[Any], float] = (
+            weakref.WeakKeyDictionary())
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer({self._where!r}, schema={self.schema!r})"
@@ -171,11 +182,24 @@ class PostgresCheckpointer:
                 self.dsn, min_size=self.min_size, max_size=self.max_size, open=False,
                 timeout=self.timeout, name=f"interlock-{self.schema}",
                 kwargs={"autocommit": True, "connect_timeout": self._connect_seconds()},
-                check=ConnectionPool.check_connection,
+                check=self._check,
             )
             pool.open(wait=False)
             self._pool = pool
             return pool
+
+    def _check(self, conn: Connection[Any]) -> None:
+        """Before the pool hands out a connection. A round trip to the server would cost as
+        much as the statement it precedes, so it is made only when needed: when the connection
+        sat idle for a while, or when something arrived on its socket while it was idle (a
+        server that ends a connection — restart, failover, ``pg_terminate_backend`` — sends a
+        last message or closes the socket, which makes it readable). A failed check makes the
+        pool replace the connection."""
+        from psycopg_pool import ConnectionPool
+
+        used = self._last_used.get(conn)
+        if used is None or time.monotonic() - used > RECHECK_AFTER or _readable(conn):
+            ConnectionPool.check_connection(conn)
 
     def _connect_seconds(self) -> int:
         return max(1, round(self.connect_timeout))
@@ -212,6 +236,7 @@ class PostgresCheckpointer:
         try:
             with pool.connection() as conn:
                 yield conn
+                self._last_used[conn] = time.monotonic()
         except PoolTimeout:
             raise StorageError(
                 f"No free Postgres connection within {self.timeout:g}s while {what} "
@@ -277,23 +302,22 @@ class PostgresCheckpointer:
         q = self._sql
 
         def read() -> ThreadSnapshot | None:
-            with self._conn(f"loading thread {thread_id!r}") as conn, conn.transaction():
-                # one snapshot for the row, the messages and the journal
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                row = conn.execute(q.load_thread, [thread_id]).fetchone()
-                if row is None:
-                    return None
-                thread = ThreadRecord.model_validate_json(row[0])
-                messages: list[Message] = [
-                    MESSAGE_ADAPTER.validate_json(r[0])
-                    for r in conn.execute(q.load_messages, [thread_id])
-                ]
-                journal: dict[str, JournalEntry] = {}
-                if thread.turn is not None:
-                    for r in conn.execute(q.load_turn, [thread_id, thread.turn]):
-                        e = JournalEntry.model_validate_json(r[0])
-                        journal[e.tool_call_id] = e
-                return ThreadSnapshot(thread=thread, messages=messages, journal=journal)
+            # one statement, so one snapshot: the row, the messages and the open turn's
+            # journal, in one round trip
+            with self._conn(f"loading thread {thread_id!r}") as conn:
+                rows = conn.execute(q.load, {"id": thread_id}).fetchall()
+            if not rows or rows[0][0] != 0:
+                return None
+            thread = ThreadRecord.model_validate_json(rows[0][2])
+            messages: list[Message] = []
+            journal: dict[str, JournalEntry] = {}
+            for part, _, data in rows[1:]:
+                if part == 1:
+                    messages.append(MESSAGE_ADAPTER.validate_json(data))
+                else:
+                    e = JournalEntry.model_validate_json(data)
+                    journal[e.tool_call_id] = e
+            return ThreadSnapshot(thread=thread, messages=messages, journal=journal)
 
         return await self._run(read)
 
@@ -301,34 +325,28 @@ class PostgresCheckpointer:
         q = self._sql
         t = change.thread
         first_seq = t.message_count - len(change.messages)
-        data = t.model_dump_json(exclude_none=True)
-        messages = [(t.thread_id, first_seq + i, message_to_json(m))
-                    for i, m in enumerate(change.messages)]
-        journal = [(t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
-                    e.model_dump_json(exclude_none=True)) for e in change.journal]
-        audit = [(a.thread_id, a.seq, a.model_dump_json()) for a in change.audit]
+        params = {
+            "id": t.thread_id, "status": t.status, "version": t.version,
+            "updated_at": t.updated_at, "data": thread_json(t), "expected": expected_version,
+            "m_seq": [first_seq + i for i in range(len(change.messages))],
+            "m_data": [message_to_json(m) for m in change.messages],
+            "j_id": [e.tool_call_id for e in change.journal],
+            "j_turn": [e.turn for e in change.journal],
+            "j_pos": [e.position for e in change.journal],
+            "j_state": [e.state.value for e in change.journal],
+            "j_data": [journal_json(e) for e in change.journal],
+            "a_seq": [a.seq for a in change.audit],
+            "a_data": [audit_json(a) for a in change.audit],
+            "lock": f"interlock-audit:{self.schema}",
+        }
+        stmt = q.commit_new if expected_version is None else q.commit_next
 
         def write() -> None:
-            with self._conn(f"storing a change of thread {t.thread_id!r}") as conn, \
-                    conn.transaction():
-                if expected_version is None:
-                    cur = conn.execute(q.insert_thread,
-                                       [t.thread_id, t.status, t.version, t.updated_at, data])
-                else:
-                    cur = conn.execute(q.update_thread, [t.status, t.version, t.updated_at, data,
-                                                         t.thread_id, expected_version])
-                if cur.rowcount != 1:
-                    raise VersionConflict(t.thread_id, expected_version)
-                with conn.cursor() as c:
-                    if messages:
-                        c.executemany(q.insert_message, messages)
-                    if journal:
-                        c.executemany(q.upsert_journal, journal)
-                    if audit:
-                        # audit ids must follow commit order, or a reader paging with
-                        # after_id could skip a row committed late with a smaller id
-                        c.execute(q.audit_lock, [f"interlock-audit:{self.schema}"])
-                        c.executemany(q.insert_audit, audit)
+            # one statement in autocommit mode: one round trip, one transaction
+            with self._conn(f"storing a change of thread {t.thread_id!r}") as conn:
+                row = conn.execute(stmt, params).fetchone()
+            if row is None or row[0] != 1:
+                raise VersionConflict(t.thread_id, expected_version)
 
         await self._run(write)
 
@@ -397,6 +415,19 @@ class PostgresCheckpointer:
         self._executor.shutdown(wait=False)
 
 
+def _readable(conn: Connection[Any]) -> bool:
+    """Whether data (or end of file) is waiting on an idle connection's socket; no I/O."""
+    try:
+        fd = conn.fileno()
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLPRI)
+            return bool(poller.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])
+    except Exception:
+        return True  # cannot tell: check with a round trip
+
+
 class _Statements:
     """The SQL of one schema, composed once with the schema name safely quoted."""
 
@@ -412,30 +443,54 @@ class _Statements:
         self.set_version = f("INSERT INTO {s}.interlock_meta (key, value) "
                              "VALUES ('schema_version', %s) "
                              "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value")
-        self.load_thread = f("SELECT data FROM {s}.interlock_threads WHERE thread_id = %s")
-        self.load_messages = f("SELECT data FROM {s}.interlock_messages WHERE thread_id = %s "
-                               "ORDER BY seq")
-        self.load_turn = f("SELECT data FROM {s}.interlock_journal "
-                           "WHERE thread_id = %s AND turn = %s ORDER BY position")
+        # part 0: the thread row; 1: its messages; 2: the journal rows of its open turn
+        self.load = f(
+            "SELECT 0, 0, data FROM {s}.interlock_threads WHERE thread_id = %(id)s "
+            "UNION ALL "
+            "SELECT 1, seq, data FROM {s}.interlock_messages WHERE thread_id = %(id)s "
+            "UNION ALL "
+            "SELECT 2, j.position, j.data FROM {s}.interlock_journal j "
+            "JOIN {s}.interlock_threads t ON t.thread_id = j.thread_id "
+            "WHERE j.thread_id = %(id)s AND j.turn = (t.data::json ->> 'turn')::int "
+            "ORDER BY 1, 2"
+        )
         self.load_journal = f("SELECT data FROM {s}.interlock_journal WHERE thread_id = %s "
                               "ORDER BY turn, position")
-        self.insert_thread = f("INSERT INTO {s}.interlock_threads "
-                               "(thread_id, status, version, updated_at, data) "
-                               "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING")
-        self.update_thread = f("UPDATE {s}.interlock_threads "
-                               "SET status = %s, version = %s, updated_at = %s, data = %s "
-                               "WHERE thread_id = %s AND version = %s")
-        self.insert_message = f("INSERT INTO {s}.interlock_messages (thread_id, seq, data) "
-                                "VALUES (%s, %s, %s)")
-        self.upsert_journal = f("INSERT INTO {s}.interlock_journal "
-                                "(thread_id, tool_call_id, turn, position, state, data) "
-                                "VALUES (%s, %s, %s, %s, %s, %s) "
-                                "ON CONFLICT (thread_id, tool_call_id) DO UPDATE SET "
-                                "turn = EXCLUDED.turn, position = EXCLUDED.position, "
-                                "state = EXCLUDED.state, data = EXCLUDED.data")
-        self.audit_lock = sql.SQL("SELECT pg_advisory_xact_lock(hashtext(%s))")
-        self.insert_audit = f("INSERT INTO {s}.interlock_audit (thread_id, seq, data) "
-                              "VALUES (%s, %s, %s)")
+        # A change is one statement: the thread row's compare-and-set, then — only if it
+        # matched (every insert reads its RETURNING row) — the messages, the journal rows and
+        # the audit rows. The advisory lock makes audit ids follow commit order, or a reader
+        # paging with after_id could skip a row committed late with a smaller id.
+        rest = (
+            "msgs AS (INSERT INTO {s}.interlock_messages (thread_id, seq, data) "
+            "SELECT th.thread_id, m.seq, m.data FROM th, "
+            "unnest(%(m_seq)s::int[], %(m_data)s::text[]) AS m(seq, data)), "
+            "jrnl AS (INSERT INTO {s}.interlock_journal "
+            "(thread_id, tool_call_id, turn, position, state, data) "
+            "SELECT th.thread_id, j.id, j.turn, j.pos, j.state, j.data FROM th, "
+            "unnest(%(j_id)s::text[], %(j_turn)s::int[], %(j_pos)s::int[], "
+            "%(j_state)s::text[], %(j_data)s::text[]) AS j(id, turn, pos, state, data) "
+            "ON CONFLICT (thread_id, tool_call_id) DO UPDATE SET "
+            "turn = EXCLUDED.turn, position = EXCLUDED.position, "
+            "state = EXCLUDED.state, data = EXCLUDED.data), "
+            "lk AS (SELECT pg_advisory_xact_lock(hashtext(%(lock)s)) FROM th "
+            "WHERE cardinality(%(a_seq)s::int[]) > 0), "
+            "aud AS (INSERT INTO {s}.interlock_audit (thread_id, seq, data) "
+            "SELECT th.thread_id, a.seq, a.data FROM th, lk, "
+            "unnest(%(a_seq)s::int[], %(a_data)s::text[]) AS a(seq, data)) "
+            "SELECT count(*) FROM th"
+        )
+        self.commit_new = f(
+            "WITH th AS (INSERT INTO {s}.interlock_threads "
+            "(thread_id, status, version, updated_at, data) "
+            "VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, %(data)s) "
+            "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id), " + rest
+        )
+        self.commit_next = f(
+            "WITH th AS (UPDATE {s}.interlock_threads "
+            "SET status = %(status)s, version = %(version)s, updated_at = %(updated_at)s, "
+            "data = %(data)s WHERE thread_id = %(id)s AND version = %(expected)s "
+            "RETURNING thread_id), " + rest
+        )
         self.audit_all = f("SELECT id, data FROM {s}.interlock_audit WHERE id > %s "
                            "ORDER BY id LIMIT %s")
         self.audit_thread = f("SELECT id, data FROM {s}.interlock_audit "

@@ -20,6 +20,9 @@ from .base import (
     ThreadRecord,
     ThreadSnapshot,
     VersionConflict,
+    audit_json,
+    journal_json,
+    thread_json,
 )
 
 T = TypeVar("T")
@@ -208,7 +211,7 @@ class SqliteCheckpointer:
                             "INSERT INTO interlock_threads (thread_id, status, version, "
                             "updated_at, data) VALUES (?, ?, ?, ?, ?)",
                             (t.thread_id, t.status, t.version, t.updated_at.isoformat(),
-                             t.model_dump_json(exclude_none=True)),
+                             thread_json(t)),
                         )
                     except sqlite3.IntegrityError:
                         raise VersionConflict(t.thread_id, None) from None
@@ -217,7 +220,7 @@ class SqliteCheckpointer:
                         "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=? "
                         "WHERE thread_id=? AND version=?",
                         (t.status, t.version, t.updated_at.isoformat(),
-                         t.model_dump_json(exclude_none=True), t.thread_id, expected_version),
+                         thread_json(t), t.thread_id, expected_version),
                     )
                     if cur.rowcount != 1:
                         raise VersionConflict(t.thread_id, expected_version)
@@ -236,14 +239,14 @@ class SqliteCheckpointer:
                         "tool_call_id) DO UPDATE SET state=excluded.state, data=excluded.data",
                         [
                             (t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
-                             e.model_dump_json(exclude_none=True))
+                             journal_json(e))
                             for e in change.journal
                         ],
                     )
                 if change.audit:
                     conn.executemany(
                         "INSERT INTO interlock_audit (thread_id, seq, data) VALUES (?, ?, ?)",
-                        [(a.thread_id, a.seq, a.model_dump_json()) for a in change.audit],
+                        [(a.thread_id, a.seq, audit_json(a)) for a in change.audit],
                     )
                 conn.execute("COMMIT")
             except BaseException:
