@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import contextvars
 import signal
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
 
+from ._offload import BLOCKING_CALLER
 from .errors import InterlockError
 
 T = TypeVar("T")
@@ -66,7 +68,9 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     ``KeyboardInterrupt``). ``Runner.run`` formats ``repr()`` of the task twice per call
     while it swaps the SIGINT handler; this costs a few microseconds instead."""
     loop = _runner().get_loop()
-    task = loop.create_task(coro)
+    context = contextvars.copy_context()
+    context.run(BLOCKING_CALLER.set, True)
+    task = loop.create_task(coro, context=context)
     handler: _CtrlC | None = None
     if (threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler):

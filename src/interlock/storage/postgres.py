@@ -1,9 +1,10 @@
 """PostgreSQL checkpointer: the production backend, shared by any number of processes.
 
 psycopg 3 with a (sync) connection pool. Every operation runs in a worker thread of this
-checkpointer (``loop.run_in_executor``), so it works from any event loop, including the
-per-thread loops of the sync API. All tables live in one schema (``public`` unless given),
-created and migrated on first use; the schema version is recorded in ``interlock_meta``.
+checkpointer (``loop.run_in_executor``), so it works from any event loop; a call of the
+blocking API runs it in its own thread (see ``interlock._offload``). All tables live in one
+schema (``public`` unless given), created and migrated on first use; the schema version is
+recorded in ``interlock_meta``.
 
 Data columns are ``TEXT`` holding the records' JSON: exactly what the other backends store,
 and safe for any text a model or tool produces (``jsonb`` refuses ``\\u0000``). Cast to
@@ -12,7 +13,6 @@ and safe for any text a model or tool produces (``jsonb`` refuses ``\\u0000``). 
 
 from __future__ import annotations
 
-import asyncio
 import select
 import threading
 import time
@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._offload import offload
 from ..errors import ConfigurationError, MissingDependency, StorageError
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from .base import (
@@ -288,8 +289,7 @@ class PostgresCheckpointer:
         return current
 
     async def _run(self, fn: Callable[[], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn)
+        return await offload(self._executor, fn)
 
     def schema_version(self) -> int:
         """The schema version recorded in the database."""
@@ -459,24 +459,25 @@ class _Statements:
         # A change is one statement: the thread row's compare-and-set, then — only if it
         # matched (every insert reads its RETURNING row) — the messages, the journal rows and
         # the audit rows. The advisory lock makes audit ids follow commit order, or a reader
-        # paging with after_id could skip a row committed late with a smaller id.
+        # paging with after_id could skip a row committed late with a smaller id. The arrays
+        # travel in binary (``%b``): the text form escapes every quote of the JSON.
         rest = (
             "msgs AS (INSERT INTO {s}.interlock_messages (thread_id, seq, data) "
             "SELECT th.thread_id, m.seq, m.data FROM th, "
-            "unnest(%(m_seq)s::int[], %(m_data)s::text[]) AS m(seq, data)), "
+            "unnest(%(m_seq)b::int[], %(m_data)b::text[]) AS m(seq, data)), "
             "jrnl AS (INSERT INTO {s}.interlock_journal "
             "(thread_id, tool_call_id, turn, position, state, data) "
             "SELECT th.thread_id, j.id, j.turn, j.pos, j.state, j.data FROM th, "
-            "unnest(%(j_id)s::text[], %(j_turn)s::int[], %(j_pos)s::int[], "
-            "%(j_state)s::text[], %(j_data)s::text[]) AS j(id, turn, pos, state, data) "
+            "unnest(%(j_id)b::text[], %(j_turn)b::int[], %(j_pos)b::int[], "
+            "%(j_state)b::text[], %(j_data)b::text[]) AS j(id, turn, pos, state, data) "
             "ON CONFLICT (thread_id, tool_call_id) DO UPDATE SET "
             "turn = EXCLUDED.turn, position = EXCLUDED.position, "
             "state = EXCLUDED.state, data = EXCLUDED.data), "
             "lk AS (SELECT pg_advisory_xact_lock(hashtext(%(lock)s)) FROM th "
-            "WHERE cardinality(%(a_seq)s::int[]) > 0), "
+            "WHERE cardinality(%(a_seq)b::int[]) > 0), "
             "aud AS (INSERT INTO {s}.interlock_audit (thread_id, seq, data) "
             "SELECT th.thread_id, a.seq, a.data FROM th, lk, "
-            "unnest(%(a_seq)s::int[], %(a_data)s::text[]) AS a(seq, data)) "
+            "unnest(%(a_seq)b::int[], %(a_data)b::text[]) AS a(seq, data)) "
             "SELECT count(*) FROM th"
         )
         self.commit_new = f(

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from .._offload import offload
 from ..errors import StorageError
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from .base import (
@@ -92,6 +93,7 @@ class SqliteCheckpointer:
         self.busy_timeout = busy_timeout
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="interlock-sqlite")
         self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -156,13 +158,18 @@ class SqliteCheckpointer:
             raise
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(self._connect()))
+        return await offload(self._executor, lambda: self._with_conn(fn))
+
+    def _with_conn(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` on the connection; one caller at a time (the worker thread, or a
+        blocking-API caller's own thread)."""
+        with self._lock:
+            return fn(self._connect())
 
     def schema_version(self) -> int:
-        row = self._connect().execute(
+        row = self._with_conn(lambda conn: conn.execute(
             "SELECT value FROM interlock_meta WHERE key='schema_version'"
-        ).fetchone()
+        ).fetchone())
         return int(row[0]) if row else 0
 
     # -- protocol ---------------------------------------------------------------------------
@@ -312,18 +319,20 @@ class SqliteCheckpointer:
 
     def stored_bytes(self) -> int:
         """Bytes of the database file plus its WAL (after a checkpoint of the WAL)."""
-        conn = self._connect()
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        page_count = conn.execute("PRAGMA page_count").fetchone()[0]
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        return int(page_count) * int(page_size)
+        def q(conn: sqlite3.Connection) -> int:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            return int(page_count) * int(page_size)
+
+        return self._with_conn(q)
 
     async def close(self) -> None:
-        def c(_: sqlite3.Connection | None) -> None:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        def c() -> None:
+            with self._lock:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+                self._closed = True
 
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, c, None)
-        self._closed = True
+        await offload(self._executor, c)

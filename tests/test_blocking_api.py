@@ -1,0 +1,100 @@
+"""The blocking API's plumbing: Ctrl-C, and one checkpointer shared by blocking and async
+callers in different threads (a blocking call runs the store's I/O in its own thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from conftest import StoreFactory
+from interlock import Agent, HumanInTheLoop, Message, ScriptedModel, UserMessage, tool
+
+
+def test_ctrl_c_cancels_a_blocking_call_at_its_next_await(sqlite_stores: StoreFactory) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals are delivered to the main thread")
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("the test runner replaced the SIGINT handler")
+
+    reached: list[str] = []
+
+    @tool
+    async def slow() -> str:
+        """Takes long."""
+        signal.raise_signal(signal.SIGINT)  # the user presses Ctrl-C while the tool runs
+        reached.append("after the signal")  # not interrupted mid-statement...
+        await asyncio.sleep(30)  # ...but cancelled here
+        return "finished"
+
+    agent = Agent(model=ScriptedModel([{"name": "slow", "args": {}, "id": "s1"}, "done"]),
+                  tools=[slow], checkpointer=sqlite_stores())
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        agent.invoke("go", thread_id="t")
+    assert time.monotonic() - started < 10  # not after the tool's 30 s
+    assert reached == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    # the call was running when it was cancelled: like a crash, recovery asks a person
+    out = agent.recover("t")
+    assert out.interrupted
+    [action] = out.interrupts[0].value.action_requests
+    assert action.tool_call_id == "s1"
+    assert "outcome unknown" in (action.description or "")
+    agent.close()
+
+
+def test_blocking_and_async_callers_share_one_checkpointer(stores: StoreFactory) -> None:
+    """A blocking caller runs the store's I/O in its own thread while async callers use the
+    store's worker thread: both at once, on one store, lose and duplicate nothing."""
+    runs = {"n": 0}
+    lock = threading.Lock()
+
+    @tool
+    def bump(n: int) -> str:
+        """Count."""
+        with lock:
+            runs["n"] += 1
+        return f"bumped {n}"
+
+    def script(messages: list[Message]) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return {"name": "bump", "args": {"n": len(messages)}, "id": f"c{len(messages)}"}
+        return "ok"
+
+    agent = Agent(model=ScriptedModel(script), tools=[bump],
+                  middleware=[HumanInTheLoop(interrupt_on={"bump": True})],
+                  checkpointer=stores())
+    cycles = 15
+    errors: list[BaseException] = []
+
+    def blocking_side() -> None:
+        try:
+            for i in range(cycles):
+                assert agent.invoke("again", thread_id=f"b{i % 3}").interrupted
+                assert agent.resume(f"b{i % 3}", [{"type": "approve"}]).output == "ok"
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    async def async_side() -> None:
+        for i in range(cycles):
+            assert (await agent.ainvoke("again", thread_id=f"a{i % 3}")).interrupted
+            out = await agent.aresume(f"a{i % 3}", [{"type": "approve"}])
+            assert out.output == "ok"
+
+    worker = threading.Thread(target=blocking_side)
+    worker.start()
+    asyncio.run(async_side())
+    worker.join(60)
+    assert not worker.is_alive() and errors == []
+    assert runs["n"] == 2 * cycles
+    for prefix in ("a", "b"):
+        for k in range(3):
+            state = agent.get_thread(f"{prefix}{k}")
+            assert state.status == "completed"
+            assert len(state.messages) == 4 * (cycles // 3)  # user, call, result, answer
+    agent.close()
