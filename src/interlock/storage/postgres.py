@@ -185,7 +185,17 @@ class PostgresCheckpointer:
                 kwargs={"autocommit": True, "connect_timeout": self._connect_seconds()},
                 check=self._check,
             )
-            pool.open(wait=False)
+            from psycopg_pool import PoolTimeout
+
+            try:  # the first min_size connections are ready before the first operation
+                pool.open(wait=True, timeout=self.connect_timeout)
+            except PoolTimeout:
+                pool.close()
+                raise StorageError(
+                    f"Postgres at {self._where} accepted one connection but the pool could not "
+                    f"open {self.min_size} within {self.connect_timeout:g}s. Check the server's "
+                    f"max_connections, or lower PostgresCheckpointer(min_size=...)."
+                ) from None
             self._pool = pool
             return pool
 
