@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -37,11 +38,12 @@ def plot_cycle(res: dict[str, Any], out: Path) -> None:
         p95 = [a[b][name]["p95_ms"] for b in backends]
         err = [[0] * len(med), [p - m for p, m in zip(p95, med, strict=True)]]
         ax.bar(xs, med, width, color=COLORS[name], label=LABELS[name], yerr=err, capsize=4)
-        for x, m in zip(xs, med, strict=True):
-            ax.text(x, m * 1.08, f"{m:.2f}", ha="center", va="bottom", fontsize=8)
+        for x, m, p in zip(xs, med, p95, strict=True):  # above the whisker
+            ax.text(x, p * 1.05, f"{m:.2f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(backends)))
     ax.set_xticklabels([f"{b}\n{a[b]['ratio_median']:.1f}x faster" for b in backends])
     ax.set_yscale("log")
+    plain_log_axis(ax)
     ax.set_ylabel("ms per cycle (bar: median, whisker: p95)")
     ax.set_title("(a) one approve cycle on a fresh thread")
     ax.legend(fontsize=8, loc="upper left")
@@ -49,6 +51,14 @@ def plot_cycle(res: dict[str, Any], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=130)
     plt.close(fig)
+
+
+def plain_log_axis(ax: Any) -> None:
+    """Tick labels of a log axis as plain numbers (1, 2, 5, 10 ...), not powers of ten."""
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(3.0, 4.0, 6.0, 7.0, 8.0, 9.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
 def plot_bytes(res: dict[str, Any], out: Path) -> None:
@@ -60,13 +70,15 @@ def plot_bytes(res: dict[str, Any], out: Path) -> None:
         for name in ("langchain", "interlock"):
             sizes = {int(k): v for k, v in b[backend]["sizes"][name].items()}
             base = sizes.get(0, 0)
-            ks = sorted(k for k in sizes if k > 0)
-            ys = [max(sizes[k] - base, 1) / 1024 for k in ks]
+            # a store that has not grown past its preallocated pages yet has no point here
+            ks = sorted(k for k in sizes if k > 0 and sizes[k] - base >= 1024)
+            ys = [(sizes[k] - base) / 1024 / 1024 for k in ks]
             ax.plot(ks, ys, STYLES[backend], color=COLORS[name], marker=".",
                     label=f"{name}, {backend}")
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("K (cycles in one thread)")
-    ax.set_ylabel("KB stored (minus the empty store)")
+    ax.set_ylabel("MB stored (minus the empty store)")
     ax.set_title("(b) bytes stored after K cycles")
     ax.legend(fontsize=8, ncol=2)
     ax.grid(which="both", alpha=0.3)
