@@ -98,3 +98,35 @@ def test_blocking_and_async_callers_share_one_checkpointer(stores: StoreFactory)
             assert state.status == "completed"
             assert len(state.messages) == 4 * (cycles // 3)  # user, call, result, answer
     agent.close()
+
+
+def test_storage_io_runs_inline_only_on_the_blocking_calls_own_loop() -> None:
+    """The blocking API's shortcut must not leak: a loop started from inside a blocking call
+    (e.g. a sync tool running ``asyncio.run``) still hands blocking I/O to the worker."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from interlock._offload import offload
+    from interlock._sync import run_blocking
+
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-worker")
+
+    def where() -> str:
+        return threading.current_thread().name
+
+    async def probe() -> str:
+        return await offload(worker, where)
+
+    async def from_blocking_call() -> tuple[str, str]:
+        here = await offload(worker, where)
+        # what a sync tool does in its worker thread (which gets a copy of the context): a
+        # loop of its own
+        nested = await asyncio.to_thread(lambda: asyncio.run(probe()))
+        return here, nested
+
+    try:
+        here, nested = run_blocking(from_blocking_call(), "probe")
+        assert here == threading.current_thread().name  # inline: the caller waits anyway
+        assert nested.startswith("store-worker")  # another loop: handed to the worker
+        assert asyncio.run(probe()).startswith("store-worker")  # plain async caller
+    finally:
+        worker.shutdown()

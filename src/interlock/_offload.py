@@ -18,12 +18,15 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-BLOCKING_CALLER: ContextVar[bool] = ContextVar("interlock_blocking_caller", default=False)
-"""True inside a call of the blocking API (set by ``_sync``)."""
+BLOCKING_CALLER: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar(
+    "interlock_blocking_caller", default=None)
+"""Inside a call of the blocking API: the private loop that call runs on (set by ``_sync``).
+A task or thread that inherits the context but runs elsewhere is not affected."""
 
 
 async def offload(executor: Executor, fn: Callable[[], T]) -> T:
-    """Run the blocking ``fn``: inline for a blocking-API caller, else in ``executor``."""
-    if BLOCKING_CALLER.get():
+    """Run the blocking ``fn``: inline on a blocking call's own loop, else in ``executor``."""
+    loop = asyncio.get_running_loop()
+    if BLOCKING_CALLER.get() is loop:
         return fn()
-    return await asyncio.get_running_loop().run_in_executor(executor, fn)
+    return await loop.run_in_executor(executor, fn)

@@ -69,7 +69,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     while it swaps the SIGINT handler; this costs a few microseconds instead."""
     loop = _runner().get_loop()
     context = contextvars.copy_context()
-    context.run(BLOCKING_CALLER.set, True)
+    context.run(BLOCKING_CALLER.set, loop)
     task = loop.create_task(coro, context=context)
     handler: _CtrlC | None = None
     if (threading.current_thread() is threading.main_thread()
