@@ -208,6 +208,14 @@ class SqliteCheckpointer:
     async def commit(self, change: Commit, *, expected_version: int | None) -> None:
         t = change.thread
         first_seq = t.message_count - len(change.messages)
+        # serialised before the write lock is taken, so that it is held as briefly as possible
+        row = thread_json(t)
+        updated = t.updated_at.isoformat()
+        messages = [(t.thread_id, first_seq + i, message_to_json(m))
+                    for i, m in enumerate(change.messages)]
+        journal = [(t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
+                    journal_json(e)) for e in change.journal]
+        audit = [(a.thread_id, a.seq, audit_json(a)) for a in change.audit]
 
         def w(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
@@ -217,8 +225,7 @@ class SqliteCheckpointer:
                         conn.execute(
                             "INSERT INTO interlock_threads (thread_id, status, version, "
                             "updated_at, data) VALUES (?, ?, ?, ?, ?)",
-                            (t.thread_id, t.status, t.version, t.updated_at.isoformat(),
-                             thread_json(t)),
+                            (t.thread_id, t.status, t.version, updated, row),
                         )
                     except sqlite3.IntegrityError:
                         raise VersionConflict(t.thread_id, None) from None
@@ -226,34 +233,26 @@ class SqliteCheckpointer:
                     cur = conn.execute(
                         "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=? "
                         "WHERE thread_id=? AND version=?",
-                        (t.status, t.version, t.updated_at.isoformat(),
-                         thread_json(t), t.thread_id, expected_version),
+                        (t.status, t.version, updated, row, t.thread_id, expected_version),
                     )
                     if cur.rowcount != 1:
                         raise VersionConflict(t.thread_id, expected_version)
-                if change.messages:
+                if messages:
                     conn.executemany(
                         "INSERT INTO interlock_messages (thread_id, seq, data) VALUES (?, ?, ?)",
-                        [
-                            (t.thread_id, first_seq + i, message_to_json(m))
-                            for i, m in enumerate(change.messages)
-                        ],
+                        messages,
                     )
-                if change.journal:
+                if journal:
                     conn.executemany(
                         "INSERT INTO interlock_journal (thread_id, tool_call_id, turn, position, "
                         "state, data) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, "
                         "tool_call_id) DO UPDATE SET state=excluded.state, data=excluded.data",
-                        [
-                            (t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
-                             journal_json(e))
-                            for e in change.journal
-                        ],
+                        journal,
                     )
-                if change.audit:
+                if audit:
                     conn.executemany(
                         "INSERT INTO interlock_audit (thread_id, seq, data) VALUES (?, ?, ?)",
-                        [(a.thread_id, a.seq, audit_json(a)) for a in change.audit],
+                        audit,
                     )
                 conn.execute("COMMIT")
             except BaseException:
