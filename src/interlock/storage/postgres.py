@@ -8,7 +8,7 @@ recorded in ``interlock_meta``.
 
 Data columns are ``TEXT`` holding the records' JSON: exactly what the other backends store,
 and safe for any text a model or tool produces (``jsonb`` refuses ``\\u0000``). Cast to
-``jsonb`` in ad-hoc queries when needed (``data::jsonb -> 'status'``).
+``jsonb`` in ad-hoc queries when needed (``data::jsonb -> 'state'`` on the journal).
 """
 
 from __future__ import annotations
