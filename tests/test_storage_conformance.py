@@ -547,6 +547,64 @@ def test_postgres_replaces_connections_the_server_dropped(stores: StoreFactory) 
         run(store.close())
 
 
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_postgres_repeats_a_read_whose_connection_died_unnoticed(
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server ends the connections just before they are used, too late for the pool's
+    check to see it (forced here: the socket poll reports nothing). Reads are repeated once on a
+    fresh connection; a write is not repeated (it may have reached the server) and says so."""
+    import time
+
+    import psycopg
+
+    from interlock import PostgresCheckpointer
+    from interlock.storage import postgres
+
+    admin_dsn = from_url(stores.url()).dsn  # type: ignore[attr-defined]
+    app = f"il_{stores.pg_schema}"
+    store = PostgresCheckpointer(f"{admin_dsn}?application_name={app}", schema=stores.pg_schema,
+                                 min_size=1, max_size=1)
+
+    def end_connections() -> None:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            query = "FROM pg_stat_activity WHERE application_name = %s"
+            conn.execute(f"SELECT pg_terminate_backend(pid) {query}", [app])
+            deadline = time.monotonic() + 10
+            while conn.execute(f"SELECT count(*) {query}", [app]).fetchone() != (0,):
+                assert time.monotonic() < deadline, "the server did not end the connections"
+                time.sleep(0.01)
+
+    try:
+        rec = run(create(store, "a", [UserMessage(content="hi")]))
+        monkeypatch.setattr(postgres, "_readable", lambda conn: False)
+        async def loaded() -> list[str]:
+            snap = await store.load("a")
+            return [] if snap is None else [str(m.content) for m in snap.messages]
+
+        async def listed() -> list[str]:
+            return [t.thread_id for t in await store.list_threads()]
+
+        async def journal() -> list[str]:
+            return [e.tool_call_id for e in await store.journal("a")]
+
+        async def audited() -> int:
+            return len(await store.audit(thread_id="a"))
+
+        expected = (["hi"], ["a"], [], 0)
+        assert (run(loaded()), run(listed()), run(journal()), run(audited())) == expected
+        for read, want in zip((loaded, listed, journal, audited), expected, strict=True):
+            end_connections()
+            assert run(read()) == want  # type: ignore[operator]
+        end_connections()
+        with pytest.raises(StorageError, match="may or may not be stored"):
+            run(append(store, rec, [AssistantMessage(content="lost?")]))
+        snap = run(store.load("a"))
+        assert snap is not None and [m.content for m in snap.messages] == ["hi"]
+    finally:
+        run(store.close())
+
+
 @pytest.mark.parametrize("kwargs", [{"schema": ""}, {"schema": "s" * 64},
                                     {"min_size": 5, "max_size": 2}, {"max_size": 0}])
 def test_postgres_settings_are_checked_when_created(kwargs: dict[str, Any]) -> None:

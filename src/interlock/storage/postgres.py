@@ -261,6 +261,25 @@ class PostgresCheckpointer:
                 f"(reload the thread: recovery handles either case)."
             ) from exc
 
+    def _read(self, what: str, fn: Callable[[Connection[Any]], T]) -> T:
+        """Run a read on a pooled connection. A read that finds its connection broken (the
+        server ended it — restart, failover, ``pg_terminate_backend`` — before the pool's check
+        could notice) is repeated once on a fresh connection: reading twice is harmless.
+        Writes are not repeated here; a commit that broke may or may not be stored, which
+        only a reload can tell."""
+        import psycopg
+
+        used: Connection[Any] | None = None
+        try:
+            with self._conn(what) as used:
+                return fn(used)
+        except StorageError as exc:
+            lost = used is not None and used.broken
+            if not (lost and isinstance(exc.__cause__, psycopg.OperationalError)):
+                raise
+        with self._conn(what) as conn:
+            return fn(conn)
+
     def _migrate(self, conn: Connection[Any]) -> None:
         """Create the schema and tables if missing and apply pending migrations."""
         q = self._sql
@@ -314,8 +333,8 @@ class PostgresCheckpointer:
         def read() -> ThreadSnapshot | None:
             # one statement, so one snapshot: the row, the messages and the open turn's
             # journal, in one round trip
-            with self._conn(f"loading thread {thread_id!r}") as conn:
-                rows = conn.execute(q.load, {"id": thread_id}).fetchall()
+            rows = self._read(f"loading thread {thread_id!r}",
+                              lambda conn: conn.execute(q.load, {"id": thread_id}).fetchall())
             if not rows or rows[0][0] != 0:
                 return None
             thread = ThreadRecord.model_validate_json(rows[0][2])
@@ -367,17 +386,16 @@ class PostgresCheckpointer:
         params: list[Any] = [p for p in (status, before) if p is not None] + [limit]
 
         def read() -> list[ThreadRecord]:
-            with self._conn("listing threads") as conn:
-                return [ThreadRecord.model_validate_json(r[0])
-                        for r in conn.execute(query, params)]
+            rows = self._read("listing threads", lambda c: c.execute(query, params).fetchall())
+            return [ThreadRecord.model_validate_json(r[0]) for r in rows]
 
         return await self._run(read)
 
     async def journal(self, thread_id: str) -> list[JournalEntry]:
         def read() -> list[JournalEntry]:
-            with self._conn(f"reading the journal of thread {thread_id!r}") as conn:
-                return [JournalEntry.model_validate_json(r[0])
-                        for r in conn.execute(self._sql.load_journal, [thread_id])]
+            rows = self._read(f"reading the journal of thread {thread_id!r}",
+                              lambda c: c.execute(self._sql.load_journal, [thread_id]).fetchall())
+            return [JournalEntry.model_validate_json(r[0]) for r in rows]
 
         return await self._run(read)
 
@@ -386,12 +404,13 @@ class PostgresCheckpointer:
     ) -> list[AuditRecord]:
         q = self._sql
 
+        def fetch(conn: Connection[Any]) -> list[tuple[Any, ...]]:
+            if thread_id is None:
+                return conn.execute(q.audit_all, [after_id, limit]).fetchall()
+            return conn.execute(q.audit_thread, [thread_id, after_id, limit]).fetchall()
+
         def read() -> list[AuditRecord]:
-            with self._conn("reading the audit log") as conn:
-                if thread_id is None:
-                    rows = conn.execute(q.audit_all, [after_id, limit]).fetchall()
-                else:
-                    rows = conn.execute(q.audit_thread, [thread_id, after_id, limit]).fetchall()
+            rows = self._read("reading the audit log", fetch)
             return [AuditRecord.model_validate_json(d).model_copy(update={"id": i})
                     for i, d in rows]
 
