@@ -61,11 +61,14 @@ def unknown_reject_text(name: str, call_id: str, message: str | None) -> str:
     return text + (f" Reason: {message}" if message else "")
 
 
+_DIGESTED = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                             default=str)
+
+
 def digest(value: Any) -> str:
     """SHA-256 of a value's canonical JSON: audit rows name big payloads by their digest
     instead of copying them (the journal and the messages hold the payloads)."""
-    canon = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                       default=str)
+    canon = _DIGESTED.encode(value)
     return hashlib.sha256(canon.encode()).hexdigest()
 
 

@@ -17,6 +17,9 @@ from .storage.base import AuditRecord
 
 GENESIS = "0" * 64
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""The encoder of the hashed form (built once: ``json.dumps`` with options builds one per call)."""
+
 
 def record_hash(
     *, thread_id: str, seq: int, ts: datetime, kind: str, actor: str,
@@ -28,7 +31,7 @@ def record_hash(
         "actor": actor, "tool_call_id": tool_call_id, "data": data,
         "prev_hash": prev_hash,
     }
-    canon = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canon = _CANONICAL.encode(body)
     return hashlib.sha256(canon.encode()).hexdigest()
 
 

@@ -13,6 +13,7 @@ from .base import (
     ThreadRecord,
     ThreadSnapshot,
     VersionConflict,
+    audit_json,
     journal_json,
     thread_json,
 )
@@ -43,6 +44,7 @@ class MemoryCheckpointer:
     def __init__(self) -> None:
         self._threads: dict[str, _Stored] = {}
         self._audit: list[str] = []
+        """Audit rows without their id, which is the position in this list plus one."""
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -89,9 +91,7 @@ class MemoryCheckpointer:
                     rows.append(item)
                 else:
                     rows[at] = item
-            for rec in change.audit:
-                rec = rec.model_copy(update={"id": len(self._audit) + 1})
-                self._audit.append(rec.model_dump_json())
+            self._audit.extend(audit_json(rec) for rec in change.audit)
 
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
@@ -115,9 +115,10 @@ class MemoryCheckpointer:
         self, *, thread_id: str | None = None, after_id: int = 0, limit: int = 1000
     ) -> list[AuditRecord]:
         out: list[AuditRecord] = []
-        for raw in self._audit[after_id:]:
+        for i, raw in enumerate(self._audit[after_id:], start=after_id + 1):
             rec = AuditRecord.model_validate_json(raw)
             if thread_id is None or rec.thread_id == thread_id:
+                rec.id = i
                 out.append(rec)
                 if len(out) >= limit:
                     break
