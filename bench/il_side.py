@@ -37,7 +37,18 @@ def script(messages: Sequence[Message]) -> Any:
     return FINAL_TEXT
 
 
-def make_tool(counter: ToolCounter) -> Any:
+def make_tool(counter: ToolCounter, *, async_tool: bool = False) -> Any:
+    """The tool as a plain function (interlock runs it in a worker thread, as the spec says
+    sync tools run), or, for the ``--async-tool`` sensitivity check, as a coroutine function
+    (it runs on the event loop: no thread hand-off)."""
+    if async_tool:
+        async def write_file_async(path: str, content: str) -> str:
+            """Write a text file in the workspace."""
+            counter.count += 1
+            return TOOL_RESULT
+
+        return tool(name=TOOL_NAME)(write_file_async)
+
     def write_file(path: str, content: str) -> str:
         """Write a text file in the workspace."""
         counter.count += 1
@@ -50,7 +61,8 @@ class InterlockSystem:
     name = "interlock"
 
     def __init__(self, backend: str, *, sqlite_path: str | None = None,
-                 pg_dsn: str | None = None, pg_schema: str = "bench_il") -> None:
+                 pg_dsn: str | None = None, pg_schema: str = "bench_il",
+                 async_tool: bool = False) -> None:
         self.backend = backend
         self.counter = ToolCounter()
         self.sqlite_path = sqlite_path
@@ -72,7 +84,7 @@ class InterlockSystem:
         self.model = ScriptedModel(script)
         self.agent = Agent(
             model=self.model,
-            tools=[make_tool(self.counter)],
+            tools=[make_tool(self.counter, async_tool=async_tool)],
             middleware=[HumanInTheLoop(interrupt_on={TOOL_NAME: True})],
             checkpointer=self.checkpointer,
         )

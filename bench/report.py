@@ -28,7 +28,10 @@ def main() -> None:
     out.append(f"Run of {r['started']} ({'quick' if r['quick'] else 'full'}), "
                f"{r['elapsed_s'] / 60:.1f} min; load average at start "
                f"{', '.join(f'{x:.2f}' for x in m['loadavg'])}, at end "
-               f"{', '.join(f'{x:.2f}' for x in r['loadavg_end'])}.\n")
+               f"{', '.join(f'{x:.2f}' for x in r['loadavg_end'])}."
+               + (" Sensitivity check: GC frozen for (a) and (b)." if r.get("gc_freeze") else "")
+               + (" Sensitivity check: interlock's tool is an async function for (a) and (b)."
+                  if r.get("async_tool") else "") + "\n")
     if "a" in r:
         out.append("| backend | LangChain median | LangChain p95 | interlock median | "
                    "interlock p95 | ratio (median) | ratio (p95) | target |")

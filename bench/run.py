@@ -93,7 +93,8 @@ class Bench:
             pg_util.reset_schema(self.dsn, schema)
         if system == "langchain":
             return LangChainSystem(backend, sqlite_path=path, pg_dsn=self.dsn, pg_schema=schema)
-        s = InterlockSystem(backend, sqlite_path=path, pg_dsn=self.dsn, pg_schema=schema)
+        s = InterlockSystem(backend, sqlite_path=path, pg_dsn=self.dsn, pg_schema=schema,
+                            async_tool=self.args.async_tool and tag in ("a", "b"))
         s.open()
         return s
 
@@ -397,6 +398,11 @@ def main() -> int:
                    help="for (a) and (b), move the objects that exist after imports and "
                    "warm-up to the permanent GC generation (a sensitivity check: by default the "
                    "collector runs as in any application)")
+    p.add_argument("--async-tool", action="store_true",
+                   help="for (a) and (b), give interlock the tool as an async function, which "
+                   "runs on the event loop instead of a worker thread (a sensitivity check: "
+                   "by default both sides get a plain function, and interlock runs sync tools "
+                   "in a worker thread)")
     p.add_argument("--pg-dsn", default=DEFAULT_DSN)
     p.add_argument("--workdir", default=None, help="where the SQLite files go (default: a "
                    "temporary directory, removed at the end together with the Postgres "
@@ -424,6 +430,7 @@ def main() -> int:
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "quick": args.quick,
         "gc_freeze": args.gc_freeze,
+        "async_tool": args.async_tool,
         "machine": info,
         "versions": versions(),
         "backends": backends,
@@ -454,6 +461,9 @@ def main() -> int:
     log("  LangGraph: every invoke with durability='sync' (its default is 'async')")
     log("garbage collector: " + ("frozen after imports and warm-up for (a) and (b)"
                                  if args.gc_freeze else "on, as in any application"))
+    log("tool: " + ("interlock's is an async function for (a) and (b) (no worker thread); "
+                    "LangChain's a plain function" if args.async_tool
+                    else "a plain function on both sides (interlock runs it in a worker thread)"))
     log(f"backends: {', '.join(backends)}; figures: {', '.join(figures)}"
         + ("; QUICK run" if args.quick else ""))
 
