@@ -577,7 +577,10 @@ def test_postgres_repeats_a_read_whose_connection_died_unnoticed(
 
     try:
         rec = run(create(store, "a", [UserMessage(content="hi")]))
+        rec = run(append(store, rec, journal=[entry("c1", 1, 0)],
+                         audit=audit_rows("a", 1, ["request_raised", "decision"]), turn=1))
         monkeypatch.setattr(postgres, "_readable", lambda conn: False)
+
         async def loaded() -> list[str]:
             snap = await store.load("a")
             return [] if snap is None else [str(m.content) for m in snap.messages]
@@ -588,10 +591,10 @@ def test_postgres_repeats_a_read_whose_connection_died_unnoticed(
         async def journal() -> list[str]:
             return [e.tool_call_id for e in await store.journal("a")]
 
-        async def audited() -> int:
-            return len(await store.audit(thread_id="a"))
+        async def audited() -> list[str]:
+            return [r.kind for r in await store.audit(thread_id="a")]
 
-        expected = (["hi"], ["a"], [], 0)
+        expected = (["hi"], ["a"], ["c1"], ["request_raised", "decision"])
         assert (run(loaded()), run(listed()), run(journal()), run(audited())) == expected
         for read, want in zip((loaded, listed, journal, audited), expected, strict=True):
             end_connections()
