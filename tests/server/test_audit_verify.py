@@ -130,10 +130,7 @@ async def test_edited_args_with_a_recomputed_hash_are_detected(server: Server,
     row_id, data = rows.of("b")[1]
     assert data["kind"] == "decision" and "args" not in data["data"]  # approve: by digest
     data["data"]["args_sha256"] = "0" * 64
-    data["hash"] = record_hash(thread_id=data["thread_id"], seq=data["seq"],
-                               ts=_ts(data["ts"]), kind=data["kind"], actor=data["actor"],
-                               tool_call_id=data["tool_call_id"], data=data["data"],
-                               prev_hash=data["prev_hash"])
+    data["hash"] = _rehash(data)
     rows.update(row_id, data)
     problems = await verify(server)
     assert [(p["thread_id"], p["seq"]) for p in problems] == [("b", 3)]
@@ -145,10 +142,7 @@ async def test_edited_last_row_with_a_recomputed_hash_is_detected(server: Server
     rows = Rows(db)
     row_id, data = rows.of("c")[-1]
     data["data"]["message"] = "yes"
-    data["hash"] = record_hash(thread_id=data["thread_id"], seq=data["seq"],
-                               ts=_ts(data["ts"]), kind=data["kind"], actor=data["actor"],
-                               tool_call_id=data["tool_call_id"], data=data["data"],
-                               prev_hash=data["prev_hash"])
+    data["hash"] = _rehash(data)
     rows.update(row_id, data)
     problems = await verify(server)
     assert [(p["thread_id"], p["seq"]) for p in problems] == [("c", 2)]
@@ -190,6 +184,14 @@ async def test_verify_one_thread(server: Server, db: StoreFactory) -> None:
     r = await server.client.get("/api/audit/verify", params={"thread_id": "a"},
                                 headers=bearer(ALICE))
     assert r.json()["ok"] is False
+
+
+def _rehash(data: dict[str, Any]) -> str:
+    """The hash a forger would write after editing a stored audit row."""
+    return record_hash(thread_id=data["thread_id"], seq=data["seq"], ts=_ts(data["ts"]),
+                       kind=data["kind"], actor=data["actor"],
+                       tool_call_id=data["tool_call_id"], data=data["data"],
+                       prev_hash=data["prev_hash"])
 
 
 def _ts(value: str) -> Any:
