@@ -106,6 +106,19 @@ def main() -> None:
                            f"{o['maxrss_after_kb'] / 1024:.0f} MB | "
                            f"+{o['peak_growth_mb']:.1f} MB | {o['resume_median_ms']:.2f} ms |")
         out.append("")
+    if "e" in r:
+        e = r["e"]
+        out.append("| system (memory) | median | p95 | ratio to interlock (median) | target |")
+        out.append("|---|---:|---:|---:|---:|")
+        for name in ("interlock", "langchain", "pydantic-ai", "openai-agents"):
+            o = e[name]
+            target = ""
+            if name in ("pydantic-ai", "openai-agents"):
+                ok = "met" if o["ratio_median"] >= e["target"] else "**missed**"
+                target = f"≥{e['target']:.0f}x: {ok}"
+            out.append(f"| {name} | {o['median_ms']:.2f} ms | {o['p95_ms']:.2f} ms | "
+                       f"{o['ratio_median']:.1f}x | {target} |")
+        out.append("")
     if "import" in r:
         i = r["import"]
         out.append("| statement | import (median) | whole process |")

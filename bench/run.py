@@ -10,6 +10,9 @@ run, and prints every figure with the ratio LangChain / interlock:
   (c) cold resume of a thread with 50 cycles of history, from a new process;
   (d) N threads paused at once (10,000; 1,000 with --quick), each system in its own process:
       time to create, bytes, peak RSS growth, time to resume one at random;
+  (e) in memory, the same cycle on four systems side by side: interlock, LangChain, Pydantic AI
+      (deferred tools with ``requires_approval``) and the OpenAI Agents SDK (``needs_approval``,
+      ``RunState`` stored as JSON and loaded back); see ``peers.py``;
   plus the time of ``import interlock`` / ``import langchain.agents`` in a fresh process.
 
 Figures (a) and (b) run both systems in this process, alternating in blocks of cycles so that
@@ -43,6 +46,7 @@ sys.path.insert(0, str(HERE))
 import pg_util  # noqa: E402
 from il_side import InterlockSystem  # noqa: E402
 from lc_side import LangChainSystem, sqlite_default_synchronous  # noqa: E402
+from peers import OpenAIAgentsSystem, PydanticAISystem  # noqa: E402
 from scenario import cycle, machine_info, percentile  # noqa: E402
 
 DEFAULT_DSN = os.environ.get("INTERLOCK_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -56,7 +60,9 @@ TARGETS: dict[str, Any] = {
     "cold_resume_ratio": 10.0,
     "rss_growth_mb": 50.0,
     "import_s": 0.3,
+    "peer_cycle_ratio": 10.0,
 }
+PEERS = ("interlock", "langchain", "pydantic-ai", "openai-agents")
 
 
 def log(msg: str = "") -> None:
@@ -325,6 +331,53 @@ class Bench:
             f"growth {g:.1f} MB (target ≤50 MB: {verdict(g <= 50)})")
         self.results.setdefault("d", {})[backend] = out
 
+    # -- (e) ----------------------------------------------------------------------------------
+
+    def fig_e(self) -> None:
+        log(f"\n(e) one cycle, fresh thread each time — memory, four systems: {self.a_cycles} "
+            f"cycles per system after {self.a_warmup} warm-up cycles, in rotating blocks of 20")
+        systems: dict[str, Any] = {
+            "interlock": self.make("interlock", "memory", "e"),
+            "langchain": self.make("langchain", "memory", "e"),
+            "pydantic-ai": PydanticAISystem(),
+            "openai-agents": OpenAIAgentsSystem(),
+        }
+        for name, s in systems.items():
+            for i in range(self.a_warmup):
+                cycle(s, f"warm-{i}")
+            self.results.setdefault("durability", {}).setdefault("peers", {})[name] = \
+                s.describe_durability()
+        self.freeze()
+        times: dict[str, list[float]] = {s: [] for s in PEERS}
+        block = 20
+        for start in range(0, self.a_cycles, block):
+            shift = (start // block) % len(PEERS)
+            for name in PEERS[shift:] + PEERS[:shift]:
+                for i in range(start, min(start + block, self.a_cycles)):
+                    p, r = cycle(systems[name], f"e-{i}")
+                    times[name].append(p + r)
+        self.unfreeze()
+        out: dict[str, Any] = {"target": TARGETS["peer_cycle_ratio"]}
+        il = statistics.median(times["interlock"])
+        for name in PEERS:
+            med = statistics.median(times[name])
+            out[name] = {"median_ms": med * 1e3, "p95_ms": percentile(times[name], 95) * 1e3,
+                         "ratio_median": med / il}
+            if systems[name].counter.count != self.a_warmup + self.a_cycles:
+                raise AssertionError(f"{name}: the tool ran {systems[name].counter.count} times")
+            systems[name].close()
+        self.results["e"] = out
+        self.raw["e"] = times
+        for name in PEERS:
+            o = out[name]
+            tail = "" if name == "interlock" else (
+                f"   {o['ratio_median']:5.1f}x interlock"
+                + (f" (target ≥{out['target']:.0f}x: {verdict(o['ratio_median'] >= out['target'])})"
+                   if name in ("pydantic-ai", "openai-agents") else ""))
+            log(f"  {name:13s} median {o['median_ms']:7.3f} ms   p95 {o['p95_ms']:7.3f} ms{tail}")
+        del systems
+        gc.collect()
+
     # -- import time --------------------------------------------------------------------------
 
     def fig_import(self) -> None:
@@ -376,7 +429,8 @@ def versions() -> dict[str, str]:
     out = {}
     for pkg in ("interlock", "langchain", "langchain-core", "langgraph", "langgraph-checkpoint",
                 "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres",
-                "langgraph-prebuilt", "pydantic", "psycopg", "psycopg-pool"):
+                "langgraph-prebuilt", "pydantic", "psycopg", "psycopg-pool",
+                "pydantic-ai-slim", "openai-agents"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -389,8 +443,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backends", default="memory,sqlite,postgres",
                    help="comma-separated subset of memory,sqlite,postgres")
-    p.add_argument("--figures", default="a,b,c,d,import",
-                   help="comma-separated subset of a,b,c,d,import")
+    p.add_argument("--figures", default="a,b,c,d,e,import",
+                   help="comma-separated subset of a,b,c,d,e,import (e runs once, in memory)")
     p.add_argument("--quick", action="store_true",
                    help="fewer cycles, K up to 50, 1,000 threads for (d): a few minutes")
     p.add_argument("--threads", type=int, default=None, help="threads for (d)")
@@ -477,6 +531,8 @@ def main() -> int:
                 bench.fig_c(backend)
             if "d" in figures:
                 bench.fig_d(backend)
+        if "e" in figures:
+            bench.fig_e()
         if "import" in figures:
             bench.fig_import()
     finally:
@@ -484,7 +540,7 @@ def main() -> int:
             shutil.rmtree(bench.workdir, ignore_errors=True)
             if "postgres" in backends:
                 for system in ("lg", "il"):
-                    for tag in ("a", "b", "c", "d"):
+                    for tag in ("a", "b", "c", "d", "e"):
                         pg_util.drop_schema(args.pg_dsn, f"bench_{system}_{tag}")
     bench.results["elapsed_s"] = time.time() - started
     bench.results["loadavg_end"] = os.getloadavg()
