@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ._summary import summary_updates
 from ._texts import (
     public_interrupt,
 )
@@ -149,8 +150,11 @@ class RunBase:
             if hold_lease else {"lease_owner": None, "lease_until": None}
         )
         expected = self._stored_version
+        summary = summary_updates(
+            last_decision=t.last_decision, outcome=t.outcome, status=t.status, error=t.error,
+            messages=self._staged_messages, audit=self._staged_audit)
         new = t.model_copy(update={
-            **lease, "version": (expected or 0) + 1, "updated_at": now,
+            **lease, **summary, "version": (expected or 0) + 1, "updated_at": now,
             "audit_seq": seq, "audit_hash": prev,
         })
         try:

@@ -129,7 +129,8 @@ def test_approve_from_the_page(page: Page, live: LiveServer) -> None:
     expect(c.locator(".argv dt")).to_have_text(["query"])
     expect(c.locator(".argv dd")).to_have_text([SQL])
     expect(c.locator(":scope > .actions > button")).to_have_text(
-        ["Approve", "Approve & remember for this thread", "Edit…", "Reject…", "Respond…"])
+        ["Approve A", "Approve & remember for this thread M", "Edit… E", "Reject… R",
+         "Respond… P"])
     c.get_by_role("button", name="Approve", exact=True).click()
     expect_completed(page)
     expect(results(page)).to_have_text([f"OK: ran {SQL}"])
@@ -147,7 +148,7 @@ def test_edit_changes_an_argument(page: Page, live: LiveServer) -> None:
     open_thread(page, live, "edit-1")
     c = card(page, "set_limit")
     expect(c.locator(":scope > .actions > button")).to_have_text(
-        ["Approve", "Approve & remember for this thread", "Edit…", "Reject…"])
+        ["Approve A", "Approve & remember for this thread M", "Edit… E", "Reject… R"])
     c.get_by_role("button", name="Edit…").click()
     field = c.locator('.field[data-arg="n"] input')
     expect(field).to_have_value("4")
@@ -206,11 +207,11 @@ def test_respond(page: Page, live: LiveServer) -> None:
     Api(live.url).start("ask Which region should I deploy to?", "respond-1")
     open_thread(page, live, "respond-1")
     c = card(page, "ask_user")
-    expect(c.locator(":scope > .actions > button")).to_have_text(["Reject…", "Respond…"])
+    expect(c.locator(":scope > .actions > button")).to_have_text(["Reject… R", "Respond… P"])
     c.get_by_role("button", name="Respond…").click()
     send = c.get_by_role("button", name="Send response")
     expect(send).to_be_disabled()
-    c.get_by_label("Response").fill("eu-west-1")
+    c.get_by_label("Response", exact=True).fill("eu-west-1")
     send.click()
     expect_completed(page)
     expect(results(page)).to_have_text(["eu-west-1"])
@@ -238,7 +239,7 @@ def test_answer_a_question(page: Page, live: LiveServer) -> None:
     open_thread(page, live, "question-1")
     c = page.locator(".card.input-card")
     expect(c.locator(".question")).to_have_text("Which colour?")
-    c.get_by_label("Answer").fill("teal")
+    c.get_by_label("Answer", exact=True).fill("teal")
     c.get_by_role("button", name="Send answer").click()
     expect_completed(page)
     expect(results(page)).to_have_text(["colour is teal"])
@@ -451,3 +452,210 @@ def test_args_form_covers_the_schema_kinds(page: Page, live: LiveServer) -> None
         "note": "call first"}}
     assert out["emptyTitle"]["ok"] is True  # an empty text is a valid str
     assert out["emptyTitle"]["value"]["title"] == ""
+
+
+# -- reviewer experience: titles, diffs, keyboard, follow-ups, phone width ----------------------
+
+
+def decide_api(live: LiveServer, thread_id: str, decisions: Any) -> None:
+    r = httpx.post(f"{live.url}/api/threads/{thread_id}/decisions", params={"wait": "true"},
+                   json={"decisions": decisions}, timeout=30)
+    assert r.status_code == 200, r.text
+
+
+def test_finished_thread_shows_no_null_and_says_what_happened(page: Page,
+                                                              live: LiveServer) -> None:
+    Api(live.url).start("sql SELECT 42 AS answer", "title-1")
+    decide_api(live, "title-1", [{"type": "approve"}])
+    page.goto(f"{live.url}/")
+    page.select_option("#status-filter", "")
+    row = page.locator('.row[data-thread-id="title-1"]')
+    # titled by what it was about, then how it ended and the last decision, not by its status
+    expect(row.locator(".row-title")).to_have_text("sql SELECT 42 AS answer")
+    expect(row.locator(".row-args")).to_have_text("Done. OK: ran SELECT 42 AS answer")
+    expect(row.locator(".row-preview")).to_have_text("approved execute_sql (local)")
+    expect(row.locator(".badge")).to_have_text("completed")
+    row.click()
+    expect_completed(page)
+    expect(page.locator("tr.decision-row")).to_have_count(1)
+    text = page.locator("body").inner_text()
+    assert "null" not in text.split(), text
+    assert "null" not in page.locator(".detail-head").inner_text()
+
+
+def test_a_question_is_shown_once(page: Page, live: LiveServer) -> None:
+    question = "Which region should the new replica go to?"
+    Api(live.url).start(f"ask {question}", "once-1")
+    open_thread(page, live, "once-1")
+    expect(card(page, "ask_user").locator(".argv dd")).to_have_text([question])
+    expect(page.locator(".waiting-above")).to_have_text(["waiting for your decision (above)"])
+    # the request card, the agent's messages and the history name it once in all (the user's
+    # own message that asked for it is the user's text, shown as the conversation's start)
+    shown = sum(page.locator(sel).inner_text().count(question)
+                for sel in ("#detail div.requests", "#detail div.history"))
+    shown += sum(m.count(question) for m in page.locator(".msg.assistant").all_inner_texts())
+    assert shown == 1
+
+
+def test_empty_list_message_sits_where_the_list_is(page: Page, live: LiveServer) -> None:
+    page.goto(f"{live.url}/")
+    expect(page.locator("#list-count")).to_contain_text("pending")
+    page.fill("#search", "no-thread-matches-this-text")
+    empty = page.locator("#list-empty")
+    expect(empty).to_be_visible()
+    head = page.locator(".list-head").bounding_box()
+    box = empty.bounding_box()
+    assert head and box
+    assert box["y"] - (head["y"] + head["height"]) < 5  # right under the heading, not at the bottom
+
+
+def test_edit_shows_a_diff_before_sending_and_in_the_history(page: Page,
+                                                             live: LiveServer) -> None:
+    Api(live.url).start("write notes.txt alpha\nbeta\ngamma", "diff-1")
+    open_thread(page, live, "diff-1")
+    c = card(page, "write_file")
+    c.get_by_role("button", name="Edit…").click()
+    body = c.locator('.field[data-arg="content"] textarea')  # a text box, real line breaks
+    expect(body).to_have_value("alpha\nbeta\ngamma")
+    expect(c.locator(".diff-box .diff-none")).to_be_visible()
+    body.fill("alpha\nBETA\ngamma\ndelta")
+    diff = c.locator(".diff-box")
+    expect(diff.locator('.diff-arg[data-arg="content"] .diff-del')).to_have_text(["-beta"])
+    expect(diff.locator('.diff-arg[data-arg="content"] .diff-add')).to_have_text(["+BETA", "+delta"])
+    expect(diff.locator('.diff-arg[data-arg="content"] .diff-same')).to_have_text(["alpha", "gamma"])
+    expect(diff.locator(".diff-unchanged")).to_have_text("Unchanged: path")
+    c.get_by_role("button", name="Run with these arguments").click()
+    expect_completed(page)
+    hist = page.locator("tr.hist-edit")
+    expect(hist.locator(".diff-del")).to_have_text(["-beta"])
+    expect(hist.locator(".diff-add")).to_have_text(["+BETA", "+delta"])
+    assert "\\n" not in hist.inner_text()
+    assert ("write_file", {"path": "notes.txt", "content": "alpha\nBETA\ngamma\ndelta"}) in EXECUTED
+
+
+def test_decide_with_the_keyboard_only(page: Page, live: LiveServer) -> None:
+    api = Api(live.url)
+    api.start("sql DELETE FROM sessions", "keys-approve")
+    api.start("limit 8", "keys-edit")
+    api.start("sql DROP TABLE audit", "keys-reject")
+    page.goto(f"{live.url}/#/t/keys-reject")
+    expect(page.locator(".thread-id")).to_have_text("keys-reject")
+    # the keys are on the buttons, and ? lists them
+    expect(card(page, "execute_sql").locator(":scope > .actions kbd")).to_have_text(
+        ["A", "M", "E", "R", "P"])
+    page.keyboard.press("?")
+    expect(page.locator("#help")).to_be_visible()
+    expect(page.locator("#help")).to_contain_text("approve (asks to confirm")
+    page.keyboard.press("Escape")
+    expect(page.locator("#help")).to_be_hidden()
+    # reject: R opens the reason, Ctrl+Enter sends it
+    page.keyboard.press("r")
+    expect(page.get_by_label("Reason")).to_be_focused()
+    page.keyboard.type("not the audit table")
+    page.keyboard.press("Control+Enter")
+    expect_completed(page)
+    expect(results(page).first).to_contain_text("Reason: not the audit table")
+    # next / previous thread
+    page.select_option("#status-filter", "")
+    page.locator("#list").focus()
+    page.locator("body").focus()
+    order = page.locator(".row").evaluate_all("rows => rows.map(r => r.dataset.threadId)")
+    i = order.index("keys-reject")
+    page.keyboard.press("j")
+    expect(page.locator(".thread-id")).to_have_text(order[i + 1])
+    page.keyboard.press("k")
+    expect(page.locator(".thread-id")).to_have_text("keys-reject")
+    # approve asks first: Esc keeps the request, A then Enter approves
+    page.goto(f"{live.url}/#/t/keys-approve")
+    expect(page.locator(".thread-id")).to_have_text("keys-approve")
+    page.keyboard.press("a")
+    confirm = card(page, "execute_sql").locator(".confirm")
+    expect(confirm).to_contain_text("Approve execute_sql? It runs at once.")
+    page.keyboard.press("Escape")
+    expect(confirm).to_be_hidden()
+    assert ("execute_sql", {"query": "DELETE FROM sessions"}) not in EXECUTED
+    page.keyboard.press("a")
+    expect(confirm).to_be_visible()
+    page.keyboard.press("Enter")
+    expect_completed(page)
+    assert EXECUTED.count(("execute_sql", {"query": "DELETE FROM sessions"})) == 1
+    # edit: E focuses the first field, Ctrl+Enter sends what the diff shows
+    page.goto(f"{live.url}/#/t/keys-edit")
+    expect(page.locator(".thread-id")).to_have_text("keys-edit")
+    page.keyboard.press("e")
+    field = card(page, "set_limit").locator('.field[data-arg="n"] input')
+    expect(field).to_be_focused()
+    page.keyboard.press("Control+a")
+    page.keyboard.type("10")
+    expect(card(page, "set_limit").locator(".diff-add")).to_have_text(["+10"])
+    page.keyboard.press("Control+Enter")
+    expect_completed(page)
+    expect(results(page).first).to_contain_text("limit set to 10")
+
+
+def test_follow_up_message_from_the_inbox_starts_a_run(page: Page, live: LiveServer) -> None:
+    Api(live.url).start("which table should I clean?", "follow-1")
+    open_thread_any(page, live, "follow-1")
+    expect_completed(page)
+    box = page.locator(".follow-up")
+    expect(box).to_contain_text("The agent asked you something: reply")
+    send = box.get_by_role("button", name="Send to the agent")
+    expect(send).to_be_disabled()
+    box.get_by_label("Message to the agent").fill("limit 4")
+    send.click()
+    # the new run pauses on the tool call the message asked for
+    expect(page.locator('.detail-head [data-status]')).to_have_attribute("data-status",
+                                                                        "interrupted")
+    expect(card(page, "set_limit")).to_be_visible()
+    expect(page.locator(".follow-up")).to_be_hidden()
+    t = Api(live.url).thread("follow-1")
+    assert [m["content"] for m in t["messages"] if m["role"] == "user"] == [
+        "which table should I clean?", "limit 4"]
+    assert t["status"] == "interrupted"
+
+
+def open_thread_any(page: Page, live: LiveServer, thread_id: str) -> None:
+    page.goto(f"{live.url}/#/t/{thread_id}")
+    expect(page.locator(".thread-id")).to_have_text(thread_id)
+
+
+def test_phone_width_keeps_every_control_visible(browser: Browser, live: LiveServer) -> None:
+    Api(live.url).start("write phone.txt hello from a phone", "phone-1")
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(f"{live.url}/#/t/phone-1")
+        expect(page.locator(".thread-id")).to_have_text("phone-1")
+        controls = ["#status-filter", "#search", "#whoami", "#conn", "#help-open",
+                    ".brand"]
+        boxes = {}
+        for sel in controls:
+            el = page.locator(sel)
+            expect(el).to_be_visible()
+            b = el.bounding_box()
+            assert b is not None and b["width"] > 0, sel
+            assert b["x"] >= 0 and b["x"] + b["width"] <= 390 + 0.5, (sel, b)
+            assert b["y"] >= 0 and b["y"] + b["height"] <= 844, (sel, b)
+            boxes[sel] = b
+        assert boxes["#search"]["width"] >= 120
+        assert page.locator("#whoami").inner_text() == "local mode"
+        # nothing in the top bar overlaps anything else
+        items = list(boxes.values())
+        for i, a in enumerate(items):
+            for b in items[i + 1:]:
+                overlap = (min(a["x"] + a["width"], b["x"] + b["width"]) - max(a["x"], b["x"]) > 1
+                           and min(a["y"] + a["height"], b["y"] + b["height"])
+                           - max(a["y"], b["y"]) > 1)
+                assert not overlap, (a, b)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        c = card(page, "write_file")
+        for button in c.locator(":scope > .actions > button").all():
+            button.scroll_into_view_if_needed()
+            expect(button).to_be_visible()
+            b = button.bounding_box()
+            assert b and b["x"] >= 0 and b["x"] + b["width"] <= 390 + 0.5, b
+        c.get_by_role("button", name="Approve", exact=True).click()
+        expect_completed(page)
+    finally:
+        context.close()

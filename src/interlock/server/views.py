@@ -113,6 +113,10 @@ class ThreadSummary(BaseModel):
     created_at: datetime
     updated_at: datetime
     error: str | None = None
+    last_decision: str = Field(default="", description="The latest decision, e.g. "
+                               "'approved execute_sql (alice)'.")
+    outcome: str = Field(default="", description="How the latest run ended: the start of "
+                         "the final answer, a cancellation or the error.")
     pending: list[PendingSummary]
 
 
@@ -231,6 +235,7 @@ def thread_summary(rec: ThreadRecord) -> ThreadSummary:
     return ThreadSummary(
         thread_id=rec.thread_id, status=rec.status, version=rec.version, preview=rec.preview,
         created_at=rec.created_at, updated_at=rec.updated_at, error=rec.error,
+        last_decision=rec.last_decision, outcome=rec.outcome,
         pending=[pending_summary(i) for i in rec.pending],
     )
 

@@ -104,6 +104,10 @@ class ThreadRecord(BaseModel):
     error: str | None = None
     preview: str = ""
     """First characters of the latest user message (for inbox listings)."""
+    last_decision: str = ""
+    """The latest decision, e.g. ``approved execute_sql (alice)`` (for inbox listings)."""
+    outcome: str = ""
+    """How the latest run ended: the start of the final answer, a cancellation or the error."""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -69,3 +69,10 @@ export function absTime(iso) {
 export function timeEl(iso) {
   return h("time", { datetime: iso, title: absTime(iso) }, relTime(iso));
 }
+
+/** A button whose label is followed by its keyboard shortcut (``<kbd>``); the accessible name
+ * stays the plain label, and ``aria-keyshortcuts`` names the key. */
+export function keyButton(label, key, attrs = {}) {
+  return h("button", { type: "button", ...attrs, "aria-label": label, "aria-keyshortcuts": key },
+    label, " ", h("kbd", { class: "key" }, key));
+}

@@ -1,5 +1,6 @@
 // One row of the "Decisions and activity" table, from an audit record.
 
+import { argsDiff } from "./diff.js";
 import { h, pretty, timeEl } from "./dom.js";
 
 const VERB = { approve: "approved", edit: "edited", reject: "rejected", respond: "responded to" };
@@ -18,11 +19,11 @@ function describe(rec) {
       const extra = [];
       if (d.remember) extra.push(`remember for this ${d.remember}`);
       if (d.message) extra.push(`message: ${d.message}`);
-      const edited = d.edited_action
-        ? `ran ${d.edited_action.name} with ${pretty(d.edited_action.args)}\n(model proposed ${pretty(d.args)})`
-        : null;
-      return { what: `${VERB[d.type] || d.type} ${d.name}`, detail: [edited, ...extra].filter(Boolean).join("\n"),
-        decision: d.type };
+      // an edit shows what changed: the model's proposal against what ran
+      const diff = d.edited_action
+        ? argsDiff(d.args, d.edited_action.args, d.name, d.edited_action.name).el : null;
+      return { what: `${VERB[d.type] || d.type} ${d.name}`, detail: extra.join("\n") || null,
+        diff, decision: d.type };
     }
     case "auto_approved":
       return { what: `auto-approved ${d.name}`, detail: `by the remembered approval (${d.rule})`, decision: "approve" };
@@ -56,12 +57,13 @@ function describe(rec) {
 }
 
 export function historyRow(rec) {
-  const { what, detail, decision, minor } = describe(rec);
+  const { what, detail, diff, decision, minor } = describe(rec);
   const system = rec.actor === "system" || rec.actor.startsWith("system:");
   return h("tr", { class: `${minor ? "minor" : ""} ${decision ? `decision-row hist-${decision}` : ""}`.trim(),
     dataset: { kind: rec.kind } },
   h("td", { class: "when" }, timeEl(rec.ts)),
   h("td", { class: `actor${system ? " system" : ""}` }, rec.actor),
   h("td", { class: "what" }, h("div", {}, what),
+    diff || null,
     detail ? h("pre", { class: "detail mono" }, detail) : null));
 }

@@ -2,7 +2,8 @@
 // detail view to decide on them. All model-produced text is inserted as text nodes.
 
 import * as api from "./api.js";
-import { append, clear, h, oneLine, pretty, relTime, timeEl } from "./dom.js";
+import { append, clear, h, keyButton, oneLine, pretty, relTime, timeEl } from "./dom.js";
+import { argsDiff } from "./diff.js";
 import { argsEditor } from "./form.js";
 import { historyRow } from "./history.js";
 
@@ -82,7 +83,10 @@ function requestLine(s) {
   }
   const input = s.pending.find((p) => p.kind === "input");
   if (input) return { title: "Question for you", detail: input.question || "" };
-  return { title: s.status, detail: s.error || "" };
+  // a thread that waits for nobody: what it was about, and how it ended
+  return { title: oneLine(s.preview) || s.thread_id,
+    detail: s.outcome || (s.status === "running" ? "running…" : statusText(s.status)),
+    meta: s.last_decision || "no decisions", about: true };
 }
 
 function rowEl(s, index) {
@@ -99,7 +103,7 @@ function rowEl(s, index) {
     h("span", { class: "row-time" }, timeEl(s.updated_at))),
   h("div", { class: "row-args mono" }, oneLine(line.detail)),
   h("div", { class: "row-meta" },
-    h("span", { class: "row-preview" }, oneLine(s.preview) || "—"),
+    h("span", { class: "row-preview" }, line.about ? line.meta : oneLine(s.preview) || "—"),
     h("span", { class: "row-id mono" }, s.thread_id)));
   row.style.top = `${index * ROW_H}px`;
   return row;
@@ -305,12 +309,13 @@ function skeleton() {
     requests: h("div", { class: "requests", "aria-label": "Pending requests" }),
     remembered: h("div", { class: "remembered" }),
     conversation: h("div", { class: "conversation" }),
+    followUp: h("div", { class: "follow-up" }),
     history: h("div", { class: "history" }),
   };
   append(root, [parts.head, parts.error,
     section("requests", null, parts.requests),
     section("remembered", null, parts.remembered),
-    section("conversation", "Conversation", parts.conversation),
+    section("conversation", "Conversation", parts.conversation, parts.followUp),
     section("history", "Decisions and activity", parts.history)]);
   return parts;
 }
@@ -342,7 +347,7 @@ function renderHead(t) {
       h("button", { type: "button", class: "btn ghost", onclick: () => { cancelBox.hidden = true; } },
         "Keep")),
     h("p", { class: "error", role: "alert" }));
-  clear(parts.head).append(
+  append(clear(parts.head), [
     h("div", { class: "head-main" },
       h("h2", {}, "Thread ", h("code", { class: "thread-id" }, t.thread_id)),
       h("span", { class: `badge status-${t.status}`, dataset: { status: t.status } }, statusText(t.status)),
@@ -351,7 +356,7 @@ function renderHead(t) {
     pendingCalls ? h("div", { class: "head-actions" },
       h("button", { type: "button", class: "btn ghost small", onclick: () => { cancelBox.hidden = false; } },
         "Cancel thread…")) : null,
-    cancelBox);
+    cancelBox]);
 }
 
 async function cancelThread(t, box) {
@@ -449,16 +454,48 @@ function reviewCard(t, intr, action, config, tool) {
     }
   }
 
+  function closeButton() {
+    return keyButton("Cancel", "Esc", { class: "btn ghost", onclick: closePanel });
+  }
+
+  function closePanel() {
+    panel.hidden = true;
+    revalidate = null;
+    confirmBox.hidden = true;
+  }
+
+  // a decision that runs (or discards) the call at once asks first when given by keyboard
+  const confirmBox = h("div", { class: "confirm", role: "alertdialog", hidden: true });
+  function confirmFirst(label, decision) {
+    closePanel();
+    const yes = keyButton(`Yes, ${label.toLowerCase()}`, "Enter", { class: "btn approve confirm-yes",
+      onclick: () => { confirmBox.hidden = true; decide(decision, error); } });
+    clear(confirmBox).append(
+      h("p", {}, `${label} `, h("span", { class: "tool-name" }, action.name), "? It runs at once."),
+      h("div", { class: "actions" }, yes,
+        keyButton("No", "Esc", { class: "btn ghost", onclick: () => { confirmBox.hidden = true; } })));
+    confirmBox.hidden = false;
+    yes.focus();
+  }
+
   function openPanel(kind) {
     error.textContent = "";
+    confirmBox.hidden = true;
     clear(panel);
     panel.hidden = false;
     panel.dataset.kind = kind;
     const perr = h("p", { class: "error", role: "alert" });
     if (kind === "edit") {
       const editor = argsEditor(config.args_schema || {}, action.args);
-      const submit = h("button", { type: "button", class: "btn edit" }, "Run with these arguments");
-      const sync = (r) => { submit.disabled = !r.ok || !permitted; };
+      const submit = keyButton("Run with these arguments", "Ctrl+Enter", { class: "btn edit" });
+      const diffBox = h("div", { class: "diff-box" });
+      const sync = (r) => {
+        // what will be sent, compared with what the model proposed
+        const changes = r.ok ? argsDiff(action.args, r.value) : null;
+        clear(diffBox).append(h("h4", {}, "Changes to send"),
+          changes ? changes.el : h("p", { class: "muted" }, "Fix the arguments to see the changes."));
+        submit.disabled = !r.ok || !permitted;
+      };
       editor.onChange(sync);
       revalidate = () => sync(editor.read());
       revalidate();
@@ -467,16 +504,15 @@ function reviewCard(t, intr, action, config, tool) {
         if (!r.ok) return;
         decide({ type: "edit", edited_action: { name: action.name, args: r.value } }, perr);
       });
-      append(panel, [h("h4", {}, `Edit the arguments of ${action.name}`), editor.el,
-        h("div", { class: "actions" }, submit,
-          h("button", { type: "button", class: "btn ghost", onclick: () => { panel.hidden = true; } }, "Cancel")),
+      append(panel, [h("h4", {}, `Edit the arguments of ${action.name}`), editor.el, diffBox,
+        h("div", { class: "actions" }, submit, closeButton()),
         perr]);
       editor.focus();
     } else {
       const isReject = kind === "reject";
       const box = h("textarea", { rows: 3, class: "message", "aria-label": isReject ? "Reason" : "Response" });
-      const submit = h("button", { type: "button", class: `btn ${kind}` },
-        isReject ? "Reject" : "Send response");
+      const submit = keyButton(isReject ? "Reject" : "Send response", "Ctrl+Enter",
+        { class: `btn ${kind}` });
       const check = () => { submit.disabled = !permitted || (!isReject && !box.value.trim()); };
       box.addEventListener("input", check);
       revalidate = check;
@@ -492,35 +528,47 @@ function reviewCard(t, intr, action, config, tool) {
           ? "Reason (optional; the agent sees it)"
           : "Answer returned to the agent as the tool's result (required)"),
         box,
-        h("div", { class: "actions" }, submit,
-          h("button", { type: "button", class: "btn ghost", onclick: () => { panel.hidden = true; } }, "Cancel")),
+        h("div", { class: "actions" }, submit, closeButton()),
         perr]);
       box.focus();
     }
   }
 
+  const keys = {};
   if (allowed.has("approve")) {
-    buttons.push(h("button", { type: "button", class: "btn approve",
-      onclick: () => decide({ type: "approve" }, error) }, "Approve"));
-    buttons.push(h("button", { type: "button", class: "btn approve-remember",
+    buttons.push(keyButton("Approve", "A", { class: "btn approve",
+      onclick: () => decide({ type: "approve" }, error) }));
+    buttons.push(keyButton("Approve & remember for this thread", "M", { class: "btn approve-remember",
       title: `Approve, and approve later ${action.name} calls in this thread without asking`,
-      onclick: () => decide({ type: "approve", remember: "thread" }, error) },
-    "Approve & remember for this thread"));
+      onclick: () => decide({ type: "approve", remember: "thread" }, error) }));
+    keys.a = () => confirmFirst("Approve", { type: "approve" });
+    keys.m = () => confirmFirst("Approve and remember", { type: "approve", remember: "thread" });
   }
   if (allowed.has("edit")) {
-    buttons.push(h("button", { type: "button", class: "btn edit", onclick: () => openPanel("edit") }, "Edit…"));
+    buttons.push(keyButton("Edit…", "E", { class: "btn edit", onclick: () => openPanel("edit") }));
+    keys.e = () => openPanel("edit");
   }
   if (allowed.has("reject")) {
-    buttons.push(h("button", { type: "button", class: "btn reject", onclick: () => openPanel("reject") }, "Reject…"));
+    buttons.push(keyButton("Reject…", "R", { class: "btn reject", onclick: () => openPanel("reject") }));
+    keys.r = () => openPanel("reject");
   }
   if (allowed.has("respond")) {
-    buttons.push(h("button", { type: "button", class: "btn respond", onclick: () => openPanel("respond") }, "Respond…"));
+    buttons.push(keyButton("Respond…", "P", { class: "btn respond", onclick: () => openPanel("respond") }));
+    keys.p = () => openPanel("respond");
   }
 
   // the default description repeats the tool and its arguments, shown below anyway
   const marker = `\n\nTool: ${action.name}\nArgs: `;
   const cut = (action.description || "").indexOf(marker);
-  const description = cut >= 0 ? action.description.slice(0, cut) : action.description;
+  let description = cut >= 0 ? action.description.slice(0, cut) : action.description;
+  // a description that ends with an argument's text ("The agent asks you: <question>") does not
+  // repeat it: the argument is shown right below, exactly as it runs
+  for (const value of Object.values(action.args || {})) {
+    if (typeof value === "string" && value.trim().length >= 8 && description
+        && description.trimEnd().endsWith(value.trim())) {
+      description = description.trimEnd().slice(0, -value.trim().length).trimEnd();
+    }
+  }
 
   const badges = [];
   if (action.reason) badges.push(h("span", { class: "badge warn" }, action.reason === "outcome_unknown" ? "outcome unknown" : action.reason));
@@ -538,9 +586,11 @@ function reviewCard(t, intr, action, config, tool) {
     permitted ? null : h("p", { class: "notice" },
       `Only a reviewer with the role ${config.reviewers.join(" or ")} can decide this call.`),
     h("div", { class: "actions" }, buttons),
-    panel, status, error,
+    confirmBox, panel, status, error,
   ]);
   busy(false);
+  card.keys = permitted ? keys : {};
+  card.keys.escape = closePanel;
   return card;
 }
 
@@ -577,8 +627,9 @@ function inputCard(t, intr) {
   const asJson = h("input", { type: "checkbox" });
   const error = h("p", { class: "error", role: "alert" });
   const status = h("p", { class: "card-status", role: "status" });
-  const send = h("button", { type: "button", class: "btn approve" }, "Send answer");
+  const send = keyButton("Send answer", "Ctrl+Enter", { class: "btn approve" });
   const card = h("article", { class: "card input-card" });
+  card.keys = { p: () => box.focus() };
   send.addEventListener("click", async () => {
     error.textContent = "";
     let answer = box.value;
@@ -641,7 +692,16 @@ function decisionBadge(decision) {
   return h("span", { class: `badge decision-${decision}` }, text);
 }
 
-function messageEl(m) {
+function pendingCallIds(t) {
+  const ids = new Set();
+  for (const intr of t.interrupts) {
+    if (intr.kind === "review") for (const a of intr.value.action_requests) ids.add(a.tool_call_id);
+    else if (intr.tool_call_id) ids.add(intr.tool_call_id);
+  }
+  return ids;
+}
+
+function messageEl(m, pending) {
   if (m.role === "user") {
     return h("div", { class: "msg user" }, h("div", { class: "who" }, "User"), h("div", { class: "text" }, m.content));
   }
@@ -651,7 +711,9 @@ function messageEl(m) {
       (m.tool_calls || []).map((c) => h("div", { class: "call" },
         h("div", { class: "call-head" }, "calls ", h("span", { class: "tool-name" }, c.name),
           h("span", { class: "call-id mono" }, c.id)),
-        argsView(c.args, false))));
+        pending.has(c.id)
+          ? h("p", { class: "muted waiting-above" }, "waiting for your decision (above)")
+          : argsView(c.args, false))));
   }
   if (m.role === "tool") {
     const long = m.content.length > 1200;
@@ -668,7 +730,50 @@ function messageEl(m) {
 
 function renderConversation(t) {
   const box = clear(parts.conversation);
-  append(box, t.messages.map(messageEl));
+  const pending = pendingCallIds(t);
+  append(box, t.messages.map((m) => messageEl(m, pending)));
+  renderFollowUp(t);
+}
+
+// A new user message on a thread that waits for nobody (the agent answered, perhaps with a
+// question, or a reviewer cancelled): it starts a run. The server decides who may post.
+function renderFollowUp(t) {
+  const box = parts.followUp;
+  const open = (t.status === "completed" || t.status === "idle") && !t.interrupts.length;
+  if (!open) {
+    clear(box);
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  if (box.dataset.thread === t.thread_id && box.firstChild) return;  // keep a draft
+  box.dataset.thread = t.thread_id;
+  const text = h("textarea", { rows: 3, class: "message", id: "follow-up-text",
+    "aria-label": "Message to the agent" });
+  const error = h("p", { class: "error", role: "alert" });
+  const send = keyButton("Send to the agent", "Ctrl+Enter", { class: "btn approve", disabled: true });
+  text.addEventListener("input", () => { send.disabled = !text.value.trim(); });
+  send.addEventListener("click", async () => {
+    const message = text.value.trim();
+    if (!message) return;
+    send.disabled = true;
+    error.textContent = "";
+    const r = await api.post(`api/threads/${enc(t.thread_id)}/messages`, { message });
+    if (r.ok) {
+      clear(box);
+      refreshDetail(true);
+    } else {
+      error.textContent = r.data.message || `HTTP ${r.status}`;
+      send.disabled = false;
+    }
+  });
+  const last = [...t.messages].reverse().find((m) => m.role === "assistant");
+  const asked = last && !(last.tool_calls || []).length && /\?\s*$/.test(last.content || "");
+  append(clear(box), [
+    h("label", { class: "field-label", for: "follow-up-text" },
+      asked ? "The agent asked you something: reply" : "Send the agent a follow-up message",
+      h("span", { class: "field-type" }, " (starts a new run on this thread)")),
+    text, h("div", { class: "actions panel-actions" }, send), error]);
 }
 
 function renderHistory(t) {
@@ -682,6 +787,87 @@ function renderHistory(t) {
     h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "Who"), h("th", {}, "What"))),
     h("tbody", {}, rows)));
   if (t.history_truncated) box.append(h("p", { class: "muted" }, "Older entries are in the audit log (api/audit)."));
+}
+
+// ------------------------------------------------------------------ keyboard
+
+function typing(el) {
+  return el && (el.matches("input, textarea, select, [contenteditable]") || el.isContentEditable);
+}
+
+function currentCard() {
+  return [...document.querySelectorAll("#detail .requests .card")]
+    .find((c) => !c.classList.contains("decided")) || null;
+}
+
+function step(delta) {
+  if (!state.order.length) return;
+  const i = state.order.indexOf(state.selected);
+  const j = i < 0 ? 0 : Math.max(0, Math.min(state.order.length - 1, i + delta));
+  const next = state.order[j];
+  select(next);
+  const list = $("#list");
+  const top = j * ROW_H;
+  if (top < list.scrollTop) list.scrollTop = top;
+  else if (top + ROW_H > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_H - list.clientHeight;
+}
+
+function toggleHelp(show) {
+  const help = $("#help");
+  help.hidden = show === undefined ? !help.hidden : !show;
+  if (!help.hidden) $("#help-close").focus();
+}
+
+function onKey(e) {
+  if (e.defaultPrevented || e.altKey || !$("#login").hidden) return;
+  const target = e.target;
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+    // send the panel (edit, reject, respond, answer, follow-up) that has the focus
+    const scope = target.closest && target.closest(".panel, .card, .follow-up");
+    const submit = scope && scope.querySelector('button[aria-keyshortcuts="Ctrl+Enter"]');
+    if (submit && !submit.disabled && submit.offsetParent) {
+      e.preventDefault();
+      submit.click();
+    }
+    return;
+  }
+  if (e.key === "Escape") {
+    if (!$("#help").hidden) toggleHelp(false);
+    else {
+      const card = target.closest && target.closest(".card");
+      if (card && card.keys && card.keys.escape) card.keys.escape();
+      else if (currentCard()?.keys?.escape) currentCard().keys.escape();
+      if (typing(target)) target.blur();
+    }
+    return;
+  }
+  if (e.ctrlKey || e.metaKey || typing(target)) return;
+  if (e.key === "?") {
+    e.preventDefault();
+    toggleHelp();
+    return;
+  }
+  if (!$("#help").hidden) return;
+  const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+  if (key === "j" || key === "ArrowDown") { e.preventDefault(); step(1); return; }
+  if (key === "k" || key === "ArrowUp") { e.preventDefault(); step(-1); return; }
+  if (key === "/") { e.preventDefault(); $("#search").focus(); return; }
+  if (key === "f") {
+    const text = document.querySelector("#follow-up-text");
+    if (text) { e.preventDefault(); text.focus(); }
+    return;
+  }
+  if (key === "c") {
+    const open = document.querySelector(".head-actions button");
+    if (open) { e.preventDefault(); open.click(); document.querySelector(".cancel-reason")?.focus(); }
+    return;
+  }
+  const card = currentCard();
+  const action = card && card.keys && card.keys[key];
+  if (action && !card.querySelector(":scope > .actions > button")?.disabled) {
+    e.preventDefault();
+    action();
+  }
 }
 
 // ------------------------------------------------------------------ shell
@@ -758,18 +944,9 @@ function wire() {
     const row = e.target.closest(".row");
     if (row) select(row.dataset.threadId);
   });
-  list.addEventListener("keydown", (e) => {
-    if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
-    e.preventDefault();
-    const i = state.order.indexOf(state.selected);
-    const next = state.order[Math.max(0, Math.min(state.order.length - 1, i + (e.key === "ArrowDown" ? 1 : -1)))];
-    if (next) {
-      select(next);
-      const top = state.order.indexOf(next) * ROW_H;
-      if (top < list.scrollTop) list.scrollTop = top;
-      else if (top + ROW_H > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_H - list.clientHeight;
-    }
-  });
+  document.addEventListener("keydown", onKey);
+  $("#help-open").addEventListener("click", () => toggleHelp(true));
+  $("#help-close").addEventListener("click", () => toggleHelp(false));
   window.addEventListener("hashchange", route);
   window.addEventListener("resize", scheduleRender);
   // relative times stay fresh
