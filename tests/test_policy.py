@@ -39,7 +39,7 @@ def test_bad_allowed_decisions(allowed: Any) -> None:
 def test_when_must_be_callable_and_values_checked() -> None:
     with pytest.raises(ConfigurationError, match="when"):
         InterruptOn(when=True)  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match="True, False or InterruptOn"):
+    with pytest.raises(ConfigurationError, match="True, False, InterruptOn"):
         build({"write_file": "yes"})
     with pytest.raises(ConfigurationError, match="reviewers"):
         InterruptOn(reviewers="dba")

@@ -38,6 +38,7 @@ from .messages import (
     SystemMessage,
     ToolCall,
     ToolMessage,
+    Usage,
     UserMessage,
 )
 from .middleware import Middleware, ModelTurn, ToolCallRequest
@@ -54,7 +55,7 @@ from .storage.base import (
 )
 from .storage.memory import MemoryCheckpointer
 from .storage.sqlite import SqliteCheckpointer
-from .tools import Tool, ToolContext, tool
+from .tools import Tool, ToolContext, ToolError, ToolSource, tool
 
 __version__ = "0.1.0"
 
@@ -136,9 +137,12 @@ __all__ = [
     "ToolCallProposed",
     "ToolCallRequest",
     "ToolContext",
+    "ToolError",
     "ToolFinished",
     "ToolMessage",
+    "ToolSource",
     "ToolStarted",
+    "Usage",
     "UserMessage",
     "interrupt",
     "tool",

@@ -40,7 +40,7 @@ from .storage.base import (
     CallState,
     JournalEntry,
 )
-from .tools import ArgumentError, ToolContext, result_to_text
+from .tools import ArgumentError, ToolContext, ToolError, result_to_text
 
 if TYPE_CHECKING:
     pass
@@ -184,6 +184,9 @@ async def invoke_tool(request: ToolCallRequest) -> ToolMessage:
             tool_call_id=call.id, name=call.name, status="error",
             content=f"Invalid arguments for tool {call.name!r}: {'; '.join(exc.errors)}. "
             f"The tool was not run; fix the arguments and call it again.")
+    except ToolError as exc:
+        return ToolMessage(tool_call_id=call.id, name=call.name, status="error",
+                           content=exc.message)
     except Exception as exc:
         return ToolMessage(tool_call_id=call.id, name=call.name, status="error",
                            content=f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}")

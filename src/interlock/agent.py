@@ -29,7 +29,7 @@ from .storage.base import (
     ThreadRecord,
 )
 from .storage.memory import MemoryCheckpointer
-from .tools import Tool, tool
+from .tools import Tool, ToolSource, expand_tools
 
 log = logging.getLogger("interlock")
 
@@ -106,7 +106,7 @@ class Agent:
         self,
         *,
         model: Model | str,
-        tools: Sequence[Tool | Callable[..., Any]] = (),
+        tools: Sequence[Tool | ToolSource | Callable[..., Any] | object] = (),
         middleware: Sequence[object] = (),
         checkpointer: Checkpointer | None = None,
         system_prompt: str | None = None,
@@ -116,7 +116,8 @@ class Agent:
         name: str = "agent",
     ) -> None:
         self.model = resolve_model(model)
-        self.tools: list[Tool] = [t if isinstance(t, Tool) else tool(t) for t in tools]
+        self.tools: list[Tool]
+        self.tools, self.tool_sources = expand_tools(tools)
         self.tools_by_name: dict[str, Tool] = {}
         for t in self.tools:
             if t.name in self.tools_by_name:
@@ -420,5 +421,11 @@ class Agent:
     def verify_audit(self, thread_id: str | None = None) -> list[AuditProblem]:
         return run_blocking(self.averify_audit(thread_id), "verify_audit")
 
+    async def aclose(self) -> None:
+        """Close the tool sources (e.g. stop MCP servers) and the checkpointer."""
+        for source in self.tool_sources:
+            await source.aclose()
+        await self.checkpointer.close()
+
     def close(self) -> None:
-        run_blocking(self.checkpointer.close(), "close")
+        run_blocking(self.aclose(), "close")

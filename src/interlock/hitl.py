@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fnmatch
+import inspect
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -14,7 +16,8 @@ from .errors import ConfigurationError
 from .messages import ToolCall
 from .middleware import DECISION_TYPES, DecisionType, Middleware, ModelTurn
 
-DEFAULT_PREFIX = "Tool execution pending approval"
+DEFAULT_PREFIX = "Tool execution requires approval"
+"""The default ``description_prefix``: the same text as LangChain's middleware."""
 
 
 class ActionRequest(BaseModel):
@@ -52,8 +55,56 @@ class HITLRequest(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
-DescriptionFn = Callable[[ToolCall, ModelTurn], str]
+DescriptionFn = Callable[..., str]
+"""``(call, turn) -> str`` (``call`` is a :class:`ToolCall`), or LangChain's
+``(tool_call, state, runtime) -> str`` (``tool_call`` is a dict with ``name``, ``args``, ``id``;
+``state`` is ``{"messages": [...]}``; ``runtime`` has ``thread_id``): told apart by the number
+of positional parameters."""
 WhenFn = Callable[[ToolCall], bool]
+
+DescriptionStyle = Literal["interlock", "langchain"]
+
+
+@dataclass(frozen=True)
+class DescriptionRuntime:
+    """The ``runtime`` argument of a LangChain-style description callable."""
+
+    thread_id: str
+    context: Any = None
+    store: Any = None
+
+
+def description_style(fn: Callable[..., Any], where: str) -> DescriptionStyle:
+    """How to call a description callable, from its signature; a clear error if it cannot be
+    called with either ``(call, turn)`` or ``(tool_call, state, runtime)``."""
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
+        raise ConfigurationError(
+            f"{where}: the description callable {fn!r} is async; it must be a plain function "
+            f"returning a string (it is called once, when the pause is created)."
+        )
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # no signature to read (some builtins): the native form
+        return "interlock"
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = sum(1 for p in positional if p.default is p.empty)
+    var = any(p.kind is p.VAR_POSITIONAL for p in params)
+    kw_required = any(p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in params)
+
+    def takes(n: int) -> bool:
+        return not kw_required and required <= n and (n <= len(positional) or var)
+
+    if required == 3 and takes(3):
+        return "langchain"
+    if takes(2):
+        return "interlock"
+    if takes(3):
+        return "langchain"
+    raise ConfigurationError(
+        f"{where}: the description callable {fn!r} cannot be called as (call, turn) nor as "
+        f"LangChain's (tool_call, state, runtime); its parameters are "
+        f"{[p.name for p in params]}. Give it two or three positional parameters."
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,8 +146,11 @@ class InterruptOn:
             isinstance(self.description, str) or callable(self.description)
         ):
             raise ConfigurationError(
-                "InterruptOn(description=...) must be a string or a callable (call, turn) -> str."
+                "InterruptOn(description=...) must be a string or a callable (call, turn) -> str "
+                "or (tool_call, state, runtime) -> str."
             )
+        if callable(self.description):
+            description_style(self.description, "InterruptOn(description=...)")
         if self.reviewers is not None and (
             isinstance(self.reviewers, str) or not all(isinstance(r, str) for r in self.reviewers)
         ):
@@ -113,6 +167,44 @@ class InterruptOn:
 
 ALL_DECISIONS = InterruptOn()
 
+_CONFIG_KEYS = {f.name for f in fields(InterruptOn)}
+_CONFIG_KEYS_CAMEL = {"allowedDecisions": "allowed_decisions", "argsSchema": "args_schema",
+                      "expiresAfter": "expires_after", "onExpire": "on_expire"}
+
+
+def interrupt_on_from_dict(name: str, config: Mapping[str, Any]) -> InterruptOn:
+    """LangChain's ``InterruptOnConfig`` dict (``allowed_decisions``, ``description``, ``when``,
+    ``args_schema``) as an :class:`InterruptOn`; interlock's own fields are accepted too.
+    ``args_schema`` is accepted and not used: the request carries the tool's own schema."""
+    values: dict[str, Any] = {}
+    for key, value in config.items():
+        field = _CONFIG_KEYS_CAMEL.get(key, key)
+        if field == "args_schema":
+            continue
+        if field not in _CONFIG_KEYS:
+            raise ConfigurationError(
+                f"interrupt_on[{name!r}] has the unknown key {key!r}; known keys are "
+                f"{sorted(_CONFIG_KEYS | {'args_schema'})}."
+            )
+        values[field] = value
+    allowed = values.get("allowed_decisions")
+    if isinstance(allowed, str) or not allowed:
+        raise ConfigurationError(
+            f"interrupt_on[{name!r}] needs 'allowed_decisions': a non-empty list drawn from "
+            f"{list(DECISION_TYPES)}, e.g. {{'allowed_decisions': ['approve', 'reject']}}; got "
+            f"{allowed!r}."
+        )
+    try:
+        return InterruptOn(**values)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"interrupt_on[{name!r}]: {exc}") from None
+    except TypeError as exc:
+        raise ConfigurationError(f"interrupt_on[{name!r}]: {exc}") from None
+
+
+def is_pattern(key: str) -> bool:
+    return any(ch in key for ch in "*?[")
+
 
 def default_description(prefix: str, call: ToolCall) -> str:
     args = json.dumps(call.args, ensure_ascii=False, sort_keys=False)
@@ -122,13 +214,17 @@ def default_description(prefix: str, call: ToolCall) -> str:
 class HumanInTheLoop(Middleware):
     """Pause tool calls named in ``interrupt_on`` until a person decides.
 
-    ``interrupt_on`` maps tool names to ``True`` (all four decisions), ``False`` (never pause)
-    or an :class:`InterruptOn`. Unknown tool names are rejected when the ``Agent`` is built.
+    ``interrupt_on`` maps tool names to ``True`` (all four decisions), ``False`` (never pause),
+    an :class:`InterruptOn`, or LangChain's dict form ``{"allowed_decisions": [...],
+    "description": ...}``. A key may be a glob pattern (``"git_*"``, ``"*"``): an exact name
+    wins over patterns, and among patterns the first matching one in the mapping's order.
+    Names that are not tools of the agent, and patterns that match none, are rejected when the
+    ``Agent`` is built.
     """
 
     def __init__(
         self,
-        interrupt_on: Mapping[str, bool | InterruptOn],
+        interrupt_on: Mapping[str, bool | InterruptOn | Mapping[str, Any]],
         *,
         description_prefix: str = DEFAULT_PREFIX,
     ) -> None:
@@ -137,40 +233,67 @@ class HumanInTheLoop(Middleware):
                 "HumanInTheLoop(interrupt_on=...) must map tool names to True, False or "
                 f"InterruptOn(...), got {type(interrupt_on).__name__}."
             )
-        policy: dict[str, InterruptOn] = {}
+        exact: dict[str, InterruptOn | None] = {}
+        patterns: list[tuple[str, InterruptOn | None]] = []
         for name, value in interrupt_on.items():
+            cfg: InterruptOn | None
             if value is True:
-                policy[name] = ALL_DECISIONS
+                cfg = ALL_DECISIONS
             elif value is False or value is None:
-                continue
+                cfg = None
             elif isinstance(value, InterruptOn):
-                policy[name] = value
+                cfg = value
+            elif isinstance(value, Mapping):
+                cfg = interrupt_on_from_dict(name, value)
             else:
                 raise ConfigurationError(
-                    f"interrupt_on[{name!r}] must be True, False or InterruptOn(...), got "
-                    f"{value!r}."
+                    f"interrupt_on[{name!r}] must be True, False, InterruptOn(...) or a dict "
+                    f"like {{'allowed_decisions': ['approve', 'reject']}}, got {value!r}."
                 )
+            if is_pattern(name):
+                patterns.append((name, cfg))
+            else:
+                exact[name] = cfg
         self.interrupt_on = dict(interrupt_on)
-        self.policy = policy
+        self._exact = exact
+        self._patterns = patterns
+        self.policy = {n: c for n, c in exact.items() if c is not None}
+        """Gated exact names and their configs (patterns are resolved by :meth:`config_for`)."""
         self.description_prefix = description_prefix
 
+    def config_for(self, tool_name: str) -> InterruptOn | None:
+        """The policy of ``tool_name``: its exact entry, else the first matching pattern's."""
+        if tool_name in self._exact:
+            return self._exact[tool_name]
+        for pattern, cfg in self._patterns:
+            if fnmatch.fnmatchcase(tool_name, pattern):
+                return cfg
+        return None
+
     def validate_tools(self, tool_names: Collection[str]) -> None:
-        """Called by ``Agent``: every name in ``interrupt_on`` must be one of its tools."""
-        unknown = sorted(set(self.interrupt_on) - set(tool_names))
-        if unknown:
+        """Called by ``Agent``: every name in ``interrupt_on`` must be one of its tools and
+        every pattern must match at least one of them."""
+        unknown = sorted(set(self._exact) - set(tool_names))
+        unmatched = [p for p, _ in self._patterns
+                     if not any(fnmatch.fnmatchcase(n, p) for n in tool_names)]
+        if unknown or unmatched:
+            what = []
+            if unknown:
+                what.append(f"names tool(s) {unknown} that the agent does not have")
+            if unmatched:
+                what.append(f"has pattern(s) {unmatched} that match none of its tools")
             raise ConfigurationError(
-                f"HumanInTheLoop(interrupt_on=...) names tool(s) {unknown} that the agent does "
-                f"not have, so they would never be gated. The agent's tools are "
-                f"{sorted(tool_names)}; fix the name(s)."
+                f"HumanInTheLoop(interrupt_on=...) {' and '.join(what)}, so they would never "
+                f"be gated. The agent's tools are {sorted(tool_names)}; fix the name(s)."
             )
 
     def allows_approve(self, tool_name: str) -> bool:
-        cfg = self.policy.get(tool_name)
+        cfg = self.config_for(tool_name)
         return cfg is None or "approve" in cfg.allowed_decisions
 
     def after_model(self, turn: ModelTurn) -> None:
         for call in turn.calls:
-            cfg = self.policy.get(call.name)
+            cfg = self.config_for(call.name)
             if cfg is None:
                 continue
             reason: str | None = None
@@ -200,6 +323,12 @@ class HumanInTheLoop(Middleware):
             return cfg.description
         if cfg.description is not None:
             try:
+                if description_style(cfg.description, call.name) == "langchain":
+                    tool_call = {"name": call.name, "args": dict(call.args), "id": call.id,
+                                 "type": "tool_call"}
+                    state = {"messages": list(turn.messages)}
+                    runtime = DescriptionRuntime(thread_id=turn.thread_id)
+                    return str(cfg.description(tool_call, state, runtime))
                 return str(cfg.description(call, turn))
             except Exception as exc:
                 return (

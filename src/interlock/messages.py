@@ -30,10 +30,21 @@ class UserMessage(BaseModel):
     content: str
 
 
+class Usage(BaseModel):
+    """Tokens a model call used, when the model reports them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+
 class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage | None = None
 
 
 ToolStatus = Literal["success", "error"]

@@ -7,10 +7,10 @@ import contextvars
 import functools
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, get_args, get_type_hints, overload
+from typing import Any, Protocol, TypeVar, get_args, get_type_hints, overload, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_jsonable_python
@@ -18,6 +18,15 @@ from pydantic_core import to_jsonable_python
 from .errors import ConfigurationError
 
 _EXECUTOR = ThreadPoolExecutor(thread_name_prefix="interlock-tool")
+T = TypeVar("T")
+
+
+async def run_in_worker(call: Callable[[], T]) -> T:
+    """Run a blocking tool function in the tool worker pool, with the caller's contextvars
+    (``interrupt()`` needs them in the worker thread)."""
+    loop = asyncio.get_running_loop()
+    ctx = contextvars.copy_context()
+    return await loop.run_in_executor(_EXECUTOR, ctx.run, call)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +41,19 @@ class ToolContext:
     tool_call_id: str
     idempotency_key: str
     attempt: int = 1
+
+
+class ToolError(Exception):
+    """Raise from a tool to return ``message`` to the model as an error result, verbatim.
+
+    Any other exception also becomes an error result, prefixed with the tool's name and the
+    exception type; ``ToolError`` is for tools that already word their failure for the model
+    (e.g. an MCP server's ``isError`` result, a LangChain ``ToolException`` it handles).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class ArgumentError(Exception):
@@ -120,11 +142,7 @@ class Tool:
             kwargs[self._context_param] = context
         if self.is_async:
             return await self.func(**kwargs)
-        loop = asyncio.get_running_loop()
-        call = functools.partial(self.func, **kwargs)
-        # contextvars (used by interrupt()) must reach the worker thread
-        ctx = contextvars.copy_context()
-        return await loop.run_in_executor(_EXECUTOR, ctx.run, call)
+        return await run_in_worker(functools.partial(self.func, **kwargs))
 
     def definition(self) -> dict[str, Any]:
         """Provider-neutral definition: name, description, JSON schema of the arguments."""
@@ -164,6 +182,43 @@ def tool(
     if func is not None:
         return wrap(func)
     return wrap
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """Something that provides several tools and owns a resource, e.g. a connection to an MCP
+    server. Pass it in ``Agent(tools=[...])``: the agent lists its tools when it is built and
+    closes it in ``agent.close()`` / ``await agent.aclose()``."""
+
+    def interlock_tools(self) -> Sequence[Tool]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def expand_tools(items: Sequence[object]) -> tuple[list[Tool], list[ToolSource]]:
+    """The tools of ``Agent(tools=...)``: interlock tools, plain functions (wrapped with
+    :func:`tool`), tool sources (expanded) and foreign tools such as LangChain's ``BaseTool``
+    (adapted)."""
+    from .integrations import adapt_tool
+
+    tools: list[Tool] = []
+    sources: list[ToolSource] = []
+    for item in items:
+        if isinstance(item, Tool):
+            tools.append(item)
+        elif isinstance(item, ToolSource):
+            sources.append(item)
+            tools.extend(item.interlock_tools())
+        elif (adapted := adapt_tool(item)) is not None:
+            tools.append(adapted)
+        elif callable(item):
+            tools.append(tool(item))
+        else:
+            raise ConfigurationError(
+                f"tools=[...] contains {item!r}, which is not a tool: pass @tool functions, "
+                f"plain typed functions, LangChain tools or an MCP server."
+            )
+    return tools, sources
 
 
 def result_to_text(value: Any) -> str:

@@ -401,6 +401,10 @@ class FakeOpenAI(FakeProvider):
         if reply.cut:
             return out
         out.append(chunk({}, "tool_calls" if reply.calls else "stop"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            # as OpenAI does: one last chunk without choices, carrying the usage
+            out.append(sse({**base, "choices": [], "usage": {
+                "prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}}))
         out.append(b"data: [DONE]\n\n")
         return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,10 @@ class Runner:
             assert result is not None
             return result
 
-        return asyncio.run(go())
+        return self.run_async(go())
+
+    def run_async(self, coro: Coroutine[Any, Any, RunResult]) -> RunResult:
+        return asyncio.run(coro)
 
     def invoke(self, agent: Agent, text: str, thread_id: str) -> RunResult:
         if self.streaming:

@@ -31,6 +31,11 @@ class Model(Protocol):
 def resolve_model(model: Model | str) -> Model:
     """Accept a model object or the shorthand ``"openai:NAME"`` / ``"anthropic:NAME"``."""
     if not isinstance(model, str):
+        from ..integrations import adapt_model
+
+        adapted = adapt_model(model)
+        if adapted is not None:
+            return adapted
         if not isinstance(model, Model):
             raise ConfigurationError(
                 f"model={model!r} is not a model: pass an object with async generate() and "

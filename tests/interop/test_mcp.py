@@ -1,0 +1,199 @@
+"""MCP servers' tools in an interlock agent: the reference git server from PyPI over stdio on a
+temporary repository, a streamable-HTTP server built with the SDK, and a server that dies in
+the middle of a call."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from interlock import (
+    Agent,
+    HumanInTheLoop,
+    NoPendingInterrupt,
+    ScriptedModel,
+    SqliteCheckpointer,
+    ToolMessage,
+)
+from interlock.integrations.mcp import MCPServerHTTP, MCPServerStdio, MCPTool
+
+from .notes_server import build
+
+HERE = Path(__file__).parent
+GIT_SERVER = Path(sys.executable).with_name("mcp-server-git")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q")
+    git(path, "config", "user.email", "dev@example.com")
+    git(path, "config", "user.name", "Dev")
+    (path / "README.md").write_text("hello\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def commits(repo: Path) -> list[str]:
+    return git(repo, "log", "--format=%s").splitlines()
+
+
+def test_git_server_commit_waits_for_approval_and_commits_once(repo: Path,
+                                                               tmp_path: Path) -> None:
+    assert GIT_SERVER.exists(), "mcp-server-git is a dev dependency: pip install -e '.[dev]'"
+    (repo / "notes.txt").write_text("旧记录已清理\n")
+    git(repo, "add", "notes.txt")
+    server = MCPServerStdio(str(GIT_SERVER), ["--repository", str(repo)], name="git")
+    status = {"name": "git_status", "args": {"repo_path": str(repo)}}
+    commit = {"name": "git_commit", "args": {"repo_path": str(repo), "message": "清理旧记录"}}
+    agent = Agent(model=ScriptedModel([[status, commit], "已提交。"]), tools=[server],
+                  middleware=[HumanInTheLoop(interrupt_on=server.policy())],
+                  checkpointer=SqliteCheckpointer(tmp_path / "interlock.db"))
+    try:
+        tools = {t.name: t for t in agent.tools}
+        assert isinstance(tools["git_commit"], MCPTool)
+        # schema and description as the server declares them
+        assert tools["git_commit"].args_schema["required"] == ["repo_path", "message"]
+        assert tools["git_status"].description
+        # annotations: read-only tools run ungated and are idempotent; writes pause
+        assert server.policy()["git_status"] is False
+        assert server.policy()["git_commit"] is True and server.policy()["git_reset"] is True
+        assert tools["git_status"].idempotent and tools["git_add"].idempotent
+        assert not tools["git_commit"].idempotent
+
+        # ---- approve: one commit, exactly once
+        result = agent.invoke("提交暂存的修改", thread_id="approve")
+        assert result.interrupted
+        request = result.interrupts[0].value
+        assert [a.name for a in request.action_requests] == ["git_commit"]
+        assert request.review_configs[0].args_schema["required"] == ["repo_path", "message"]
+        assert commits(repo) == ["initial"]
+        journal = {e.name: e.state for e in agent.journal("approve")}
+        assert journal["git_status"] == "succeeded"  # the read-only call already ran
+        result = agent.resume("approve", [{"type": "approve"}])
+        assert result.output == "已提交。"
+        assert commits(repo) == ["清理旧记录", "initial"]
+        results = [m for m in result.messages if isinstance(m, ToolMessage)]
+        assert "Changes to be committed" in results[0].content
+        assert results[1].status == "success"
+        assert results[1].content.startswith("Changes committed successfully")
+        with pytest.raises(NoPendingInterrupt):
+            agent.resume("approve", [{"type": "approve"}])
+        assert commits(repo) == ["清理旧记录", "initial"]
+
+        # ---- reject: nothing is committed
+        (repo / "more.txt").write_text("x\n")
+        git(repo, "add", "more.txt")
+        assert agent.invoke("再提交一次", thread_id="reject").interrupted
+        result = agent.resume("reject", [{"type": "reject", "message": "先别提交"}])
+        assert commits(repo) == ["清理旧记录", "initial"]
+        rejected = [m for m in result.messages if isinstance(m, ToolMessage)][1]
+        assert rejected.status == "error" and "先别提交" in rejected.content
+        assert server.connects == 1  # one server process served both threads
+    finally:
+        agent.close()
+    assert server._loop is None  # the agent closed the connection and its loop
+
+
+@pytest.fixture
+def notes_http(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    notes = tmp_path / "notes.json"
+    app = build(str(notes)).streamable_http_app()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "MCP server did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}/mcp", notes
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_streamable_http_server_gated_by_its_annotations(
+    notes_http: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, notes = notes_http
+    server = MCPServerHTTP(url, name="notes")
+    script: list[Any] = [
+        [{"name": "list_notes", "args": {}}, {"name": "add_note", "args": {"text": "买牛奶"}}],
+        {"name": "delete_all", "args": {}},
+        {"name": "archive", "args": {"label": " "}},
+        "好的。",
+    ]
+    agent = Agent(model=ScriptedModel(script), tools=[server],
+                  middleware=[HumanInTheLoop(interrupt_on={**server.policy(),
+                                                           "archive": False})],
+                  checkpointer=SqliteCheckpointer(tmp_path / "interlock.db"))
+    try:
+        policy = server.policy()
+        assert policy == {"list_notes": False, "add_note": True, "delete_all": True,
+                          "archive": True, "crash": True}  # no annotations: gated
+        tools = {t.name: t for t in agent.tools}
+        assert tools["delete_all"].idempotent and not tools["add_note"].idempotent
+        result = agent.invoke("记一下", thread_id="t")
+        assert [a.name for a in result.interrupts[0].value.action_requests] == ["add_note"]
+        assert not notes.exists()
+        result = agent.resume("t", [{"type": "approve"}])
+        assert json.loads(notes.read_text()) == ["买牛奶"]
+        assert [a.name for a in result.interrupts[0].value.action_requests] == ["delete_all"]
+        result = agent.resume("t", [{"type": "reject"}])
+        assert json.loads(notes.read_text()) == ["买牛奶"]
+        assert result.status == "completed"
+        by_name = {m.name: m for m in result.messages if isinstance(m, ToolMessage)}
+        assert by_name["list_notes"].content == "(no notes)"
+        assert by_name["add_note"].content == "added note 1"
+        # an isError result reaches the model as an error result
+        assert by_name["archive"].status == "error"
+        assert "archive" in by_name["archive"].content
+    finally:
+        agent.close()
+
+
+def test_server_dying_mid_call_gives_a_clear_error_and_a_usable_thread(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.json"
+    server = MCPServerStdio(sys.executable, [str(HERE / "notes_server.py"), str(notes)],
+                            name="notes")
+    script: list[Any] = [{"name": "crash", "args": {"text": "半截"}}, "工具出错了。",
+                         {"name": "list_notes", "args": {}}, "还在。"]
+    agent = Agent(model=ScriptedModel(script), tools=[server],
+                  middleware=[HumanInTheLoop(interrupt_on={**server.policy(),
+                                                           "crash": False})],
+                  checkpointer=SqliteCheckpointer(tmp_path / "interlock.db"))
+    try:
+        result = agent.invoke("记一下", thread_id="t")
+        assert result.status == "completed" and result.output == "工具出错了。"
+        [failed] = [m for m in result.messages if isinstance(m, ToolMessage)]
+        assert failed.status == "error"
+        assert "connection to MCP server 'notes' broke while it ran 'crash'" in failed.content
+        assert "Whether the call took effect is unknown" in failed.content
+        assert [e.state for e in agent.journal("t")] == ["failed"]
+        # the thread goes on; the server is started again for the next call
+        result = agent.invoke("还有笔记吗？", thread_id="t")
+        assert result.output == "还在。"
+        listed = [m for m in result.messages if isinstance(m, ToolMessage)][-1]
+        assert (listed.status, listed.content) == ("success", "半截")
+        assert server.connects == 2
+    finally:
+        agent.close()
