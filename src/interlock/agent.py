@@ -260,18 +260,20 @@ class Agent:
             return await Run(self, thread_id).cancel(reason, actor)
 
     async def aexpire_due(self) -> list[RunResult]:
-        """Apply ``expires_after`` deadlines on every interrupted thread and continue the runs
-        whose requests are now fully resolved."""
+        """Apply ``expires_after`` deadlines on every thread with a request past its deadline
+        and continue the runs whose requests are now fully resolved. Only the threads the
+        store's deadline index reports as due are loaded."""
         results: list[RunResult] = []
-        before: datetime | None = None
+        tried: set[str] = set()
         while True:
-            batch = await self.checkpointer.list_threads(status="interrupted", limit=200,
-                                                         before=before)
-            if not batch:
+            due = [t for t in await self.checkpointer.due(now=self.clock(), limit=200)
+                   if t not in tried]
+            if not due:
                 break
-            for rec in batch:
-                with self._active(rec.thread_id):
-                    run = Run(self, rec.thread_id)
+            for thread_id in due:
+                tried.add(thread_id)
+                with self._active(thread_id):
+                    run = Run(self, thread_id)
                     try:
                         await run.load()
                         if await run.expire_due():
@@ -281,10 +283,7 @@ class Agent:
                                 await run.commit(status="running")
                                 results.append(await run.loop())
                     except InterlockError as exc:
-                        log.warning("expiry of thread %r skipped: %s", rec.thread_id, exc)
-            before = batch[-1].updated_at
-            if len(batch) < 200:
-                break
+                        log.warning("expiry of thread %r skipped: %s", thread_id, exc)
         return results
 
     # ------------------------------------------------------------------ reading

@@ -77,6 +77,10 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         state.loop = asyncio.get_running_loop()
+        try:  # follow the change feed from this moment (retried by the watcher on failure)
+            await watcher.prime()
+        except Exception:
+            log.exception("inbox watcher: reading the change feed failed; retrying")
         background = [asyncio.create_task(watcher.run(), name="interlock-inbox-watcher")]
         if expiry_interval is not None:
             background.append(asyncio.create_task(

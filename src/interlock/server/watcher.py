@@ -1,37 +1,39 @@
-"""Store-polling watcher: turns thread changes made by *any* process into inbox events.
+"""Store watcher: turns thread changes made by *any* process into inbox events.
 
-Every ``interval`` seconds (or at once when poked by a local run) it reads the threads changed
-since the last poll, newest first, from the checkpointer and publishes
+It follows the store's change feed (:meth:`~interlock.Checkpointer.changes`): every
+``interval`` seconds (or at once when poked by a local run) it reads the threads whose rows
+were committed since its cursor — work proportional to what changed, never to how many threads
+exist or wait — and publishes
 
 * ``request_raised``   a thread has a new pending request (``interrupt_id``);
 * ``request_resolved`` a pending request went away (decided, cancelled, expired);
 * ``thread_updated``   any change of the thread (also published on ``thread:<id>``);
 
-each with the thread's current summary. Rows are re-read over a ``lookback`` window so that
-commits stamped by a process whose clock lags a little are not missed; thread versions make
-repeated rows harmless.
+each with the thread's current summary. Several changes of one thread between two polls arrive
+as one (its latest state). To tell which requests are new or gone it remembers the pending ids
+of the threads it saw change most recently (at most ``remember`` of them, so its memory does
+not grow with the number of waiting requests); for a thread it has not seen change since it
+started, a pending request counts as new when it was created after the watcher started, and
+the requests the thread lists as recently answered (``ThreadRecord.resolved``) count as gone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections import OrderedDict
+from datetime import timedelta
 
 from ..agent import Agent
-from ..storage.base import ThreadRecord
+from ..storage.base import ChangeCursor, ThreadRecord
 from .hub import INBOX, Hub, thread_topic
 from .views import thread_summary
 
 log = logging.getLogger("interlock.server")
 
-
-@dataclass(frozen=True)
-class _Seen:
-    version: int
-    updated_at: datetime
-    pending: frozenset[str]
+CLOCK_MARGIN = timedelta(seconds=2)
+"""Requests created this long before the watcher started still count as new (another
+process's clock may lag a little)."""
 
 
 class InboxWatcher:
@@ -41,101 +43,87 @@ class InboxWatcher:
         hub: Hub,
         *,
         interval: float = 0.5,
-        lookback: timedelta = timedelta(seconds=10),
-        page: int = 100,
+        page: int = 500,
         max_rows: int = 5000,
+        remember: int = 10_000,
     ) -> None:
         if interval <= 0:
             raise ValueError("poll interval must be positive")
         self.agent = agent
         self.hub = hub
         self.interval = interval
-        self.lookback = lookback
         self.page = page
         self.max_rows = max_rows
-        self._known: dict[str, _Seen] = {}
-        self._high: datetime | None = None
+        self.remember = remember
+        self._cursor: ChangeCursor | None = None
+        self._started = agent.clock()
+        self._recent: OrderedDict[str, frozenset[str]] = OrderedDict()
+        """Pending interrupt ids of the threads seen changing most recently (bounded)."""
         self._wake = asyncio.Event()
-        self._primed = False
 
     def poke(self) -> None:
         """Poll now instead of at the next tick (a local run changed something)."""
         self._wake.set()
 
     async def prime(self) -> None:
-        """Learn the current pending requests without publishing anything."""
-        before: datetime | None = None
-        while True:
-            rows = await self.agent.alist_threads(status="interrupted", limit=500, before=before)
-            for r in rows:
-                self._remember(r)
-            if len(rows) < 500:
-                break
-            before = rows[-1].updated_at
-        newest = await self.agent.alist_threads(limit=1)
-        self._high = newest[0].updated_at if newest else None
-        self._primed = True
-
-    def _remember(self, r: ThreadRecord) -> None:
-        self._known[r.thread_id] = _Seen(r.version, r.updated_at,
-                                         frozenset(i.id for i in r.pending))
-
-    async def _changed_rows(self) -> tuple[list[ThreadRecord], bool]:
-        floor = self._high - self.lookback if self._high is not None else None
-        rows: list[ThreadRecord] = []
-        before: datetime | None = None
-        while True:
-            batch = await self.agent.alist_threads(limit=self.page, before=before)
-            for r in batch:
-                if floor is not None and r.updated_at < floor:
-                    return rows, False
-                rows.append(r)
-            if len(batch) < self.page:
-                return rows, False
-            if len(rows) >= self.max_rows:
-                return rows, True
-            before = batch[-1].updated_at
+        """Start following the feed from now, without publishing anything."""
+        self._started = self.agent.clock()
+        self._cursor = (await self.agent.checkpointer.changes(after=None)).cursor
 
     async def poll(self) -> int:
         """One pass; returns the number of thread changes published."""
-        if not self._primed:
+        if self._cursor is None:
             await self.prime()
-        rows, capped = await self._changed_rows()
-        published = 0
-        for r in reversed(rows):  # oldest change first
-            seen = self._known.get(r.thread_id)
-            if seen is not None and seen.version >= r.version:
-                continue
-            published += 1
-            self._publish(r, seen)
-            self._remember(r)
-            if self._high is None or r.updated_at > self._high:
-                self._high = r.updated_at
+        assert self._cursor is not None
+        rows: list[ThreadRecord] = []
+        capped = False
+        while True:
+            page = await self.agent.checkpointer.changes(after=self._cursor, limit=self.page)
+            self._cursor = page.cursor
+            if capped:  # too many to announce one by one: only learn their state
+                for r in page.threads:
+                    self._remember(r)
+            else:
+                rows.extend(page.threads)
+                if len(rows) > self.max_rows:
+                    capped = True
+                    for r in rows:
+                        self._remember(r)
+            if len(page.threads) < self.page:
+                break
         if capped:
             self.hub.publish(INBOX, "resync", {"reason": "too many changes; reload the inbox"})
-        self._prune()
-        return published
+            return 0
+        for r in rows:
+            self._publish(r)
+            self._remember(r)
+        return len(rows)
 
-    def _publish(self, r: ThreadRecord, seen: _Seen | None) -> None:
+    def _remember(self, r: ThreadRecord) -> None:
+        self._recent[r.thread_id] = frozenset(i.id for i in r.pending)
+        self._recent.move_to_end(r.thread_id)
+        while len(self._recent) > self.remember:
+            self._recent.popitem(last=False)
+
+    def _publish(self, r: ThreadRecord) -> None:
         summary = thread_summary(r).model_dump(mode="json")
-        old = seen.pending if seen is not None else frozenset()
-        new = [i.id for i in r.pending]
-        for iid in sorted(old - set(new)):
+        old = self._recent.get(r.thread_id)
+        new = list(r.pending)
+        if old is None:
+            # not seen changing since start: a request is new if created since then, and the
+            # ones gone are those the thread lists as recently answered
+            floor = self._started - CLOCK_MARGIN
+            raised = [i.id for i in new if i.created_at >= floor]
+            resolved = [iid for iid in r.resolved if iid not in {i.id for i in new}]
+        else:
+            raised = [i.id for i in new if i.id not in old]
+            resolved = sorted(old - {i.id for i in new})
+        for iid in resolved:
             self.hub.publish(INBOX, "request_resolved", {"interrupt_id": iid, "thread": summary})
-        for iid in new:
-            if iid not in old:
-                self.hub.publish(INBOX, "request_raised", {"interrupt_id": iid,
-                                                           "thread": summary})
+        for iid in raised:
+            self.hub.publish(INBOX, "request_raised", {"interrupt_id": iid, "thread": summary})
         self.hub.publish(INBOX, "thread_updated", {"thread": summary})
         self.hub.publish(thread_topic(r.thread_id), "thread_updated", {"thread": summary})
-
-    def _prune(self) -> None:
-        if self._high is None:
-            return
-        floor = self._high - self.lookback * 2
-        stale = [k for k, s in self._known.items() if not s.pending and s.updated_at < floor]
-        for k in stale:
-            del self._known[k]
 
     async def run(self) -> None:
         """Poll until cancelled; errors are logged and retried."""
@@ -145,7 +133,7 @@ class InboxWatcher:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("inbox watcher: polling the checkpointer failed; retrying")
+                log.exception("inbox watcher: reading the change feed failed; retrying")
             await self._nap()
 
     async def _nap(self) -> None:

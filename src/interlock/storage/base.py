@@ -26,7 +26,7 @@ from ..errors import ConcurrencyError
 from ..interrupts import Interrupt
 from ..messages import Message, ToolMessage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the stored format. Readers refuse a database whose version is newer."""
 
 RESOLVED_KEPT = 20
@@ -154,6 +154,39 @@ class AuditRecord(BaseModel):
     """Global insertion order, assigned by the store."""
 
 
+ChangeCursor = tuple[int, str]
+"""A position in a store's change feed (see :meth:`Checkpointer.changes`): compared as a tuple;
+opaque to callers, who only pass back what the store returned."""
+
+
+@dataclass
+class ChangePage:
+    """Threads whose row changed after a cursor, in change order, and the cursor to pass next."""
+
+    threads: list[ThreadRecord]
+    cursor: ChangeCursor
+
+
+def review_deadline(thread: ThreadRecord) -> datetime | None:
+    """The earliest ``expires_at`` among the thread's pending review calls (``None``: no
+    deadline). Stores keep it in an indexed column, so that expiry reads only what is due."""
+    earliest: datetime | None = None
+    for intr in thread.pending:
+        if intr.kind != "review":
+            continue
+        value = intr.value
+        configs = (value.get("review_configs") if isinstance(value, dict)
+                   else getattr(value, "review_configs", None)) or []
+        for config in configs:
+            at = (config.get("expires_at") if isinstance(config, dict)
+                  else getattr(config, "expires_at", None))
+            if isinstance(at, str):
+                at = datetime.fromisoformat(at)
+            if isinstance(at, datetime) and (earliest is None or at < earliest):
+                earliest = at
+    return earliest
+
+
 def thread_json(thread: ThreadRecord) -> str:
     """How a thread row is stored: fields at their default are left out (reading fills them
     in again)."""
@@ -225,6 +258,20 @@ class Checkpointer(Protocol):
 
     async def journal(self, thread_id: str) -> list[JournalEntry]:
         """Every journal row of a thread, in call order."""
+        ...
+
+    async def changes(self, *, after: ChangeCursor | None, limit: int = 500) -> ChangePage:
+        """The change feed: threads whose row was committed after ``after``, oldest change
+        first, each at its latest version (several changes of one thread between two reads
+        come back as one), and the cursor to pass next time. ``after=None`` returns no rows and
+        the cursor of "now". Every committed change is seen by a reader that keeps passing the
+        returned cursor, whatever the order in which concurrent transactions commit; the cost
+        is proportional to the rows returned, not to the number of threads."""
+        ...
+
+    async def due(self, *, now: datetime, limit: int = 200) -> list[str]:
+        """Ids of threads with a pending review call whose deadline (:func:`review_deadline`)
+        is at or before ``now``, earliest first; read from an index, not by loading threads."""
         ...
 
     async def audit(

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from datetime import datetime
 
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from .base import (
     AuditRecord,
+    ChangeCursor,
+    ChangePage,
     Commit,
     JournalEntry,
     ThreadRecord,
@@ -15,6 +18,7 @@ from .base import (
     VersionConflict,
     audit_json,
     journal_json,
+    review_deadline,
     thread_json,
 )
 
@@ -46,6 +50,11 @@ class MemoryCheckpointer:
         self._audit: list[str] = []
         """Audit rows without their id, which is the position in this list plus one."""
         self._lock = threading.Lock()
+        self._feed: OrderedDict[str, int] = OrderedDict()
+        """Thread id -> position of its latest change, in change order (the change feed)."""
+        self._change = 0
+        self._deadlines: dict[str, datetime] = {}
+        """Thread id -> earliest deadline of its pending review calls (only threads with one)."""
 
     def __repr__(self) -> str:
         return f"MemoryCheckpointer(threads={len(self._threads)}, not durable)"
@@ -92,6 +101,13 @@ class MemoryCheckpointer:
                 else:
                     rows[at] = item
             self._audit.extend(audit_json(rec) for rec in change.audit)
+            self._change += 1
+            self._feed[tid] = self._change
+            self._feed.move_to_end(tid)
+            if (deadline := review_deadline(change.thread)) is not None:
+                self._deadlines[tid] = deadline
+            else:
+                self._deadlines.pop(tid, None)
 
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
@@ -103,6 +119,27 @@ class MemoryCheckpointer:
             rows = [r for r in rows if r.updated_at < before]
         rows.sort(key=lambda r: (r.updated_at, r.thread_id), reverse=True)
         return rows[:limit]
+
+    async def changes(self, *, after: ChangeCursor | None, limit: int = 500) -> ChangePage:
+        with self._lock:
+            if after is None:
+                return ChangePage(threads=[], cursor=(self._change, ""))
+            newer: list[tuple[int, str, str]] = []
+            for tid in reversed(self._feed):  # newest change first; stop at the cursor
+                pos = self._feed[tid]
+                if pos <= after[0]:  # positions are unique here
+                    break
+                newer.append((pos, tid, self._threads[tid].row))
+        newer.reverse()
+        page = newer[:limit]
+        cursor = (page[-1][0], page[-1][1]) if page else after
+        return ChangePage(threads=[ThreadRecord.model_validate_json(r) for _, _, r in page],
+                          cursor=cursor)
+
+    async def due(self, *, now: datetime, limit: int = 200) -> list[str]:
+        with self._lock:
+            due = sorted((at, tid) for tid, at in self._deadlines.items() if at <= now)
+        return [tid for _, tid in due[:limit]]
 
     async def journal(self, thread_id: str) -> list[JournalEntry]:
         stored = self._threads.get(thread_id)

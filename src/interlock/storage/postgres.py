@@ -29,6 +29,8 @@ from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from .base import (
     SCHEMA_VERSION,
     AuditRecord,
+    ChangeCursor,
+    ChangePage,
     Commit,
     JournalEntry,
     ThreadRecord,
@@ -36,6 +38,7 @@ from .base import (
     VersionConflict,
     audit_json,
     journal_json,
+    review_deadline,
     thread_json,
 )
 
@@ -90,6 +93,18 @@ MIGRATIONS: list[list[str]] = [
             UNIQUE (thread_id, seq)
         )""",
         "CREATE INDEX interlock_audit_thread ON {s}.interlock_audit (thread_id, id)",
+    ],
+    # 2: the change feed — each thread row carries the id of the transaction that last wrote
+    # it; a reader takes only rows of transactions older than every running one (the
+    # snapshot's xmin), so a transaction that commits late can never be skipped — and the
+    # deadline of the earliest pending review call, both indexed
+    [
+        "ALTER TABLE {s}.interlock_threads "
+        "ADD COLUMN change_xid xid8 NOT NULL DEFAULT pg_current_xact_id()",
+        "ALTER TABLE {s}.interlock_threads ADD COLUMN deadline TIMESTAMPTZ",
+        "CREATE INDEX interlock_threads_change ON {s}.interlock_threads (change_xid, thread_id)",
+        "CREATE INDEX interlock_threads_deadline ON {s}.interlock_threads (deadline) "
+        "WHERE deadline IS NOT NULL",
     ],
 ]
 
@@ -298,7 +313,21 @@ class PostgresCheckpointer:
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for stmt in MIGRATIONS[version - 1]:
                     conn.execute(q.fmt(stmt))
+                if version == 2:
+                    self._backfill_deadlines(conn)
                 conn.execute(q.set_version, [str(version)])
+
+    def _backfill_deadlines(self, conn: Connection[Any]) -> None:
+        """Migration 2, for rows written before it: compute each paused thread's deadline."""
+        rows = conn.execute(self._sql.fmt(
+            "SELECT thread_id, data FROM {s}.interlock_threads WHERE status = 'interrupted'"
+        )).fetchall()
+        for thread_id, data in rows:
+            deadline = review_deadline(ThreadRecord.model_validate_json(data))
+            if deadline is not None:
+                conn.execute(self._sql.fmt(
+                    "UPDATE {s}.interlock_threads SET deadline = %s WHERE thread_id = %s"),
+                    [deadline, thread_id])
 
     def _stored_version(self, conn: Connection[Any]) -> int:
         """The recorded schema version (0 if none); raises if it is newer than this code."""
@@ -357,6 +386,7 @@ class PostgresCheckpointer:
         params = {
             "id": t.thread_id, "status": t.status, "version": t.version,
             "updated_at": t.updated_at, "data": thread_json(t), "expected": expected_version,
+            "deadline": review_deadline(t),
             "m_seq": [first_seq + i for i in range(len(change.messages))],
             "m_data": [message_to_json(m) for m in change.messages],
             "j_id": [e.tool_call_id for e in change.journal],
@@ -388,6 +418,33 @@ class PostgresCheckpointer:
         def read() -> list[ThreadRecord]:
             rows = self._read("listing threads", lambda c: c.execute(query, params).fetchall())
             return [ThreadRecord.model_validate_json(r[0]) for r in rows]
+
+        return await self._run(read)
+
+    async def changes(self, *, after: ChangeCursor | None, limit: int = 500) -> ChangePage:
+        q = self._sql
+
+        def fetch(conn: Connection[Any]) -> ChangePage:
+            # xmin first: every transaction with a smaller id has ended, so the rows below
+            # it that the next statement sees are final, and none can appear there later
+            row = conn.execute(q.snapshot_xmin).fetchone()
+            xmin = int(row[0]) if row else 0
+            if after is None:
+                return ChangePage(threads=[], cursor=(xmin, ""))
+            rows = conn.execute(q.changes, [after[0], after[1], xmin, limit]).fetchall()
+            threads = [ThreadRecord.model_validate_json(r[2]) for r in rows]
+            if len(rows) == limit:
+                return ChangePage(threads=threads, cursor=(int(rows[-1][0]), str(rows[-1][1])))
+            # everything below xmin has been read: later rows have ids >= xmin
+            return ChangePage(threads=threads, cursor=max(after, (xmin, "")))
+
+        return await self._run(lambda: self._read("reading the change feed", fetch))
+
+    async def due(self, *, now: datetime, limit: int = 200) -> list[str]:
+        def read() -> list[str]:
+            rows = self._read("finding due requests",
+                              lambda c: c.execute(self._sql.due, [now, limit]).fetchall())
+            return [r[0] for r in rows]
 
         return await self._run(read)
 
@@ -511,20 +568,28 @@ class _Statements:
         )
         self.commit_new = f(
             "WITH th AS (INSERT INTO {s}.interlock_threads "
-            "(thread_id, status, version, updated_at, data) "
-            "VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, %(data)s) "
+            "(thread_id, status, version, updated_at, data, deadline) "
+            "VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, %(data)s, %(deadline)s) "
             "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id), " + rest
         )
         self.commit_next = f(
             "WITH th AS (UPDATE {s}.interlock_threads "
             "SET status = %(status)s, version = %(version)s, updated_at = %(updated_at)s, "
-            "data = %(data)s WHERE thread_id = %(id)s AND version = %(expected)s "
+            "data = %(data)s, deadline = %(deadline)s, change_xid = pg_current_xact_id() "
+            "WHERE thread_id = %(id)s AND version = %(expected)s "
             "RETURNING thread_id), " + rest
         )
         self.audit_all = f("SELECT id, data FROM {s}.interlock_audit WHERE id > %s "
                            "ORDER BY id LIMIT %s")
         self.audit_thread = f("SELECT id, data FROM {s}.interlock_audit "
                               "WHERE thread_id = %s AND id > %s ORDER BY id LIMIT %s")
+        self.snapshot_xmin = f("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        self.changes = f(
+            "SELECT change_xid::text::bigint, thread_id, data FROM {s}.interlock_threads "
+            "WHERE (change_xid, thread_id) > (%s::text::xid8, %s) "
+            "AND change_xid < %s::text::xid8 ORDER BY change_xid, thread_id LIMIT %s")
+        self.due = f("SELECT thread_id FROM {s}.interlock_threads WHERE deadline IS NOT NULL "
+                     "AND deadline <= %s ORDER BY deadline LIMIT %s")
         self._lists: dict[tuple[bool, bool], Composed] = {}
 
     def fmt(self, text: str) -> Composed:

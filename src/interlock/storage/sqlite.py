@@ -16,6 +16,8 @@ from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from .base import (
     SCHEMA_VERSION,
     AuditRecord,
+    ChangeCursor,
+    ChangePage,
     Commit,
     JournalEntry,
     ThreadRecord,
@@ -23,6 +25,7 @@ from .base import (
     VersionConflict,
     audit_json,
     journal_json,
+    review_deadline,
     thread_json,
 )
 
@@ -68,7 +71,39 @@ MIGRATIONS: list[str] = [
         UNIQUE (thread_id, seq)
     );
     """,
+    # 2: the change feed (a position per thread row, in commit order: writes are serialised)
+    # and the deadline of the earliest pending review call, both indexed
+    """
+    ALTER TABLE interlock_threads ADD COLUMN change_seq INTEGER;
+    ALTER TABLE interlock_threads ADD COLUMN deadline_us INTEGER;
+    UPDATE interlock_threads SET change_seq = rowid;
+    CREATE INDEX IF NOT EXISTS interlock_threads_change ON interlock_threads (change_seq);
+    CREATE INDEX IF NOT EXISTS interlock_threads_deadline ON interlock_threads (deadline_us)
+        WHERE deadline_us IS NOT NULL;
+    """,
 ]
+
+NEXT_CHANGE = "(SELECT COALESCE(MAX(change_seq), 0) + 1 FROM interlock_threads)"
+
+
+def _micros(at: datetime | None) -> int | None:
+    """A deadline as integer microseconds since the epoch (sorts like the instant)."""
+    return None if at is None else round(at.timestamp() * 1_000_000)
+
+
+def _backfill_deadlines(conn: sqlite3.Connection) -> None:
+    """Migration 2, for rows written before it: compute each paused thread's deadline."""
+    rows = conn.execute(
+        "SELECT thread_id, data FROM interlock_threads WHERE status='interrupted'").fetchall()
+    for thread_id, data in rows:
+        deadline = _micros(review_deadline(ThreadRecord.model_validate_json(data)))
+        if deadline is not None:
+            conn.execute("UPDATE interlock_threads SET deadline_us=? WHERE thread_id=?",
+                         (deadline, thread_id))
+
+
+BACKFILL: dict[int, Callable[[sqlite3.Connection], None]] = {2: _backfill_deadlines}
+"""Python steps run right after the SQL of the migration that produces that version."""
 
 
 class SqliteCheckpointer:
@@ -147,6 +182,8 @@ class SqliteCheckpointer:
                 for stmt in MIGRATIONS[version - 1].split(";"):
                     if stmt.strip():
                         conn.execute(stmt)
+                if version in BACKFILL:
+                    BACKFILL[version](conn)
                 conn.execute(
                     "INSERT INTO interlock_meta (key, value) VALUES ('schema_version', ?) "
                     "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
@@ -211,6 +248,7 @@ class SqliteCheckpointer:
         # serialised before the write lock is taken, so that it is held as briefly as possible
         row = thread_json(t)
         updated = t.updated_at.isoformat()
+        deadline = _micros(review_deadline(t))
         messages = [(t.thread_id, first_seq + i, message_to_json(m))
                     for i, m in enumerate(change.messages)]
         journal = [(t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
@@ -224,16 +262,19 @@ class SqliteCheckpointer:
                     try:
                         conn.execute(
                             "INSERT INTO interlock_threads (thread_id, status, version, "
-                            "updated_at, data) VALUES (?, ?, ?, ?, ?)",
-                            (t.thread_id, t.status, t.version, updated, row),
+                            "updated_at, data, deadline_us, change_seq) VALUES (?, ?, ?, ?, ?, "
+                            "?, " + NEXT_CHANGE + ")",
+                            (t.thread_id, t.status, t.version, updated, row, deadline),
                         )
                     except sqlite3.IntegrityError:
                         raise VersionConflict(t.thread_id, None) from None
                 else:
                     cur = conn.execute(
-                        "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=? "
+                        "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=?, "
+                        "deadline_us=?, change_seq=" + NEXT_CHANGE + " "
                         "WHERE thread_id=? AND version=?",
-                        (t.status, t.version, updated, row, t.thread_id, expected_version),
+                        (t.status, t.version, updated, row, deadline, t.thread_id,
+                         expected_version),
                     )
                     if cur.rowcount != 1:
                         raise VersionConflict(t.thread_id, expected_version)
@@ -280,6 +321,28 @@ class SqliteCheckpointer:
 
         def q(conn: sqlite3.Connection) -> list[ThreadRecord]:
             return [ThreadRecord.model_validate_json(r[0]) for r in conn.execute(sql, params)]
+
+        return await self._run(q)
+
+    async def changes(self, *, after: ChangeCursor | None, limit: int = 500) -> ChangePage:
+        def q(conn: sqlite3.Connection) -> ChangePage:
+            if after is None:
+                row = conn.execute("SELECT MAX(change_seq) FROM interlock_threads").fetchone()
+                return ChangePage(threads=[], cursor=(int(row[0] or 0), ""))
+            rows = conn.execute(
+                "SELECT change_seq, thread_id, data FROM interlock_threads WHERE change_seq > ? "
+                "ORDER BY change_seq LIMIT ?", (after[0], limit)).fetchall()
+            cursor = (int(rows[-1][0]), str(rows[-1][1])) if rows else after
+            return ChangePage(threads=[ThreadRecord.model_validate_json(r[2]) for r in rows],
+                              cursor=cursor)
+
+        return await self._run(q)
+
+    async def due(self, *, now: datetime, limit: int = 200) -> list[str]:
+        def q(conn: sqlite3.Connection) -> list[str]:
+            return [r[0] for r in conn.execute(
+                "SELECT thread_id FROM interlock_threads WHERE deadline_us IS NOT NULL "
+                "AND deadline_us <= ? ORDER BY deadline_us LIMIT ?", (_micros(now), limit))]
 
         return await self._run(q)
 

@@ -1,0 +1,136 @@
+"""The store watcher's work follows what changed, not how many threads wait: it starts without
+reading the pending threads, reads a burst of changes once, and idles on an empty read."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from conftest import StoreFactory
+from interlock import Agent, Checkpointer, Interrupt, ScriptedModel, ThreadRecord
+from interlock.server.hub import INBOX, Hub
+from interlock.server.watcher import InboxWatcher
+from interlock.storage.base import ChangeCursor, ChangePage, Commit
+
+T0 = datetime.now(UTC)
+
+
+class CountingStore:
+    """A real checkpointer, with a count of the rows each of its reads returned."""
+
+    def __init__(self, inner: Checkpointer) -> None:
+        self.inner = inner
+        self.rows_read = 0
+        self.listings = 0
+
+    async def changes(self, *, after: ChangeCursor | None, limit: int = 500) -> ChangePage:
+        page = await self.inner.changes(after=after, limit=limit)
+        self.rows_read += len(page.threads)
+        return page
+
+    async def list_threads(self, **kw: Any) -> list[ThreadRecord]:
+        self.listings += 1
+        return await self.inner.list_threads(**kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def paused(tid: str, *, at: datetime = T0) -> ThreadRecord:
+    intr = Interrupt(id=f"i-{tid}", kind="review", created_at=at,
+                     value={"action_requests": [], "review_configs": []})
+    return ThreadRecord(thread_id=tid, status="interrupted", version=1, created_at=at,
+                        updated_at=at, pending=[intr])
+
+
+async def burst(store: Checkpointer, n: int, prefix: str, *, at: datetime | None = None
+                ) -> None:
+    at = at or datetime.now(UTC)
+    for i in range(n):
+        await store.commit(Commit(thread=paused(f"{prefix}{i}", at=at)), expected_version=None)
+
+
+def collect(hub: Hub) -> list[tuple[str, dict[str, Any]]]:
+    seen: list[tuple[str, dict[str, Any]]] = []
+    original = hub.publish
+
+    def publish(topic: str, event: str, data: dict[str, Any]) -> Any:
+        if topic == INBOX:
+            seen.append((event, data))
+        return original(topic, event, data)
+
+    hub.publish = publish  # type: ignore[method-assign]
+    return seen
+
+
+def test_watcher_work_is_proportional_to_changes(stores: StoreFactory) -> None:
+    async def go() -> None:
+        store = CountingStore(stores())
+        await burst(store, 1000, "old-", at=T0 - timedelta(hours=1))  # waiting before start
+        agent = Agent(model=ScriptedModel([]), checkpointer=store)  # type: ignore[arg-type]
+        hub = Hub()
+        events = collect(hub)
+        watcher = InboxWatcher(agent, hub, page=200, max_rows=5000, remember=300)
+        await watcher.prime()
+        assert store.rows_read == 0 and store.listings == 0  # startup reads no thread
+        await burst(store, 1200, "new-")
+        assert await watcher.poll() == 1200
+        assert store.rows_read == 1200
+        raised = [d["interrupt_id"] for e, d in events if e == "request_raised"]
+        assert raised == [f"i-new-{i}" for i in range(1200)]
+        for _ in range(5):  # idle after the burst: empty reads, nothing published
+            assert await watcher.poll() == 0
+        assert store.rows_read == 1200 and store.listings == 0
+        assert len(watcher._recent) == 300  # bounded memory
+        assert not [e for e, _ in events if e == "resync"]
+        hub.close()
+
+    asyncio.run(go())
+
+
+def test_watcher_sends_one_resync_for_a_huge_burst_and_then_idles(stores: StoreFactory) -> None:
+    async def go() -> None:
+        store = CountingStore(stores())
+        agent = Agent(model=ScriptedModel([]), checkpointer=store)  # type: ignore[arg-type]
+        hub = Hub()
+        events = collect(hub)
+        watcher = InboxWatcher(agent, hub, page=100, max_rows=250)
+        await watcher.prime()
+        await burst(store, 400, "b-")
+        assert await watcher.poll() == 0
+        assert [e for e, _ in events] == ["resync"]
+        read = store.rows_read
+        assert read == 400
+        for _ in range(3):
+            assert await watcher.poll() == 0
+        assert store.rows_read == read and [e for e, _ in events] == ["resync"]
+        # the next single change is announced normally
+        await burst(store, 1, "after-")
+        assert await watcher.poll() == 1
+        assert [e for e, _ in events][-2:] == ["request_raised", "thread_updated"]
+        hub.close()
+
+    asyncio.run(go())
+
+
+def test_watcher_reports_a_request_decided_elsewhere(stores: StoreFactory) -> None:
+    """A request raised before the watcher started and answered afterwards is reported as
+    resolved (the thread lists the answered id)."""
+    async def go() -> None:
+        store = stores()
+        await burst(store, 1, "x", at=T0 - timedelta(hours=1))
+        agent = Agent(model=ScriptedModel([]), checkpointer=store)
+        hub = Hub()
+        events = collect(hub)
+        watcher = InboxWatcher(agent, hub)
+        await watcher.prime()
+        done = paused("x0").model_copy(update={"version": 2, "status": "completed",
+                                                "pending": [], "resolved": ["i-x0"]})
+        await store.commit(Commit(thread=done), expected_version=1)
+        assert await watcher.poll() == 1
+        assert [(e, d.get("interrupt_id")) for e, d in events] == [
+            ("request_resolved", "i-x0"), ("thread_updated", None)]
+        hub.close()
+
+    asyncio.run(go())
