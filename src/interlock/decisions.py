@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from .authz import Reviewer as Reviewer  # re-exported: where it always was
 from .errors import InvalidDecision, NotAuthorized
 from .hitl import ActionRequest, ReviewConfig
 from .tools import ArgumentError, Tool
@@ -68,14 +69,6 @@ Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="typ
 _MODELS: dict[str, type[_Decision]] = {
     "approve": Approve, "edit": Edit, "reject": Reject, "respond": Respond
 }
-
-
-@dataclass(frozen=True)
-class Reviewer:
-    """Who decides: an identity and the roles it holds (from a token, a login, ...)."""
-
-    id: str
-    roles: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from rich.console import Console
 
 from .._sync import run_blocking
 from ..agent import Agent
-from ..decisions import Reviewer
-from ..errors import ConfigurationError, InterlockError
+from ..authz import Reviewer, check_name
+from ..errors import ConfigurationError, InterlockError, NotAuthorized
 from ..models.scripted import ScriptedModel
 from ..storage import from_url
 from ..storage.base import Checkpointer, ThreadRecord
@@ -151,7 +151,10 @@ def make_reviewer(name: str | None, roles: tuple[str, ...]) -> Reviewer:
             name = "terminal"
     if not name.strip():
         raise CliError("--reviewer must not be empty.")
-    return Reviewer(name.strip(), frozenset(roles))
+    try:
+        return Reviewer(check_name(name), frozenset(roles))
+    except NotAuthorized as exc:
+        raise CliError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------- agents and stores

@@ -125,6 +125,6 @@ def cancel(agent: Agent, thread_id: str, reason: str | None, reviewer: str | Non
     who = make_reviewer(reviewer, roles)
     before = {e.tool_call_id for e in agent.get_thread(thread_id).journal
               if e.state not in FINAL_STATES}
-    agent.cancel(thread_id, reason=reason, reviewer=who.id)
+    agent.cancel(thread_id, reason=reason, reviewer=who)
     out().print(f"Cancelled thread {thread_id!r}: {len(before)} open call(s) closed without "
                 f"running; the thread is idle.", highlight=False, markup=False)

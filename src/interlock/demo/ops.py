@@ -2,9 +2,9 @@
 
 Policy (what pauses for a person):
 
-* ``execute_sql`` — statements that only read run at once; anything that changes data waits
-  for a DBA (approve or reject only; the description says how many rows it would touch) and is
-  rejected if nobody decides within an hour;
+* ``execute_sql`` — statements that only read (as SQLite itself classifies them) run at once;
+  anything else waits for a DBA (approve or reject only; the description says how many rows it
+  would touch) and is rejected if nobody decides within an hour;
 * ``send_email`` — every outgoing e-mail waits (approve, edit or reject);
 * ``ask_user`` — a question for the user, answered with ``respond``;
 * ``read_data`` — never pauses.
@@ -52,6 +52,9 @@ _READ_ACTIONS = {
     sqlite3.SQLITE_FUNCTION,
     getattr(sqlite3, "SQLITE_RECURSIVE", 33),
 }
+_WRITE_OPCODES = {"OpenWrite", "Vacuum", "VCreate", "VDestroy", "VUpdate", "ParseSchema",
+                  "SetCookie", "CreateBtree", "Destroy", "Clear", "DropTable", "DropIndex",
+                  "DropTrigger", "IntegrityCk", "Expire", "JournalMode", "IncrVacuum"}
 
 
 @contextmanager
@@ -70,27 +73,36 @@ def _connect(path: Path, *, read_only: bool = False) -> Iterator[sqlite3.Connect
 def is_read_only(db: Path, query: str) -> bool:
     """True only if SQLite itself says ``query`` is one statement that reads and writes nothing.
 
-    The statement is compiled (``EXPLAIN``, never run) on a read-only connection with an
-    authorizer that notes every action other than reading. Anything unclear — several
-    statements, a syntax error, a PRAGMA — counts as a change (fail closed).
+    The statement is compiled (``EXPLAIN``, never run) on a read-only connection. SQLite's
+    authorizer must report it as a ``SELECT`` that only reads tables and calls functions, and
+    its bytecode must open no table for writing and start no write transaction. Statements the
+    authorizer never sees (``VACUUM``, ``VACUUM INTO``, ``REINDEX``) therefore do not count as
+    reads. Anything unclear — several statements, a syntax error, a PRAGMA — counts as a change
+    (fail closed).
     """
     if not db.exists():
         return False
-    only_reads = True
+    actions: list[int] = []
 
     def authorizer(action: int, *_: object) -> int:
-        nonlocal only_reads
-        if action not in _READ_ACTIONS:
-            only_reads = False
+        actions.append(action)
         return sqlite3.SQLITE_OK
 
     try:
         with _connect(db, read_only=True) as conn:
             conn.set_authorizer(authorizer)
-            conn.execute("EXPLAIN " + query).fetchall()
+            program = conn.execute("EXPLAIN " + query).fetchall()
     except (sqlite3.Error, ValueError):
         return False
-    return only_reads
+    if not actions or actions[0] != sqlite3.SQLITE_SELECT:
+        return False
+    if any(a not in _READ_ACTIONS for a in actions):
+        return False
+    for row in program:
+        opcode, p2 = row[1], row[3]
+        if opcode in _WRITE_OPCODES or (opcode == "Transaction" and p2 != 0):
+            return False
+    return True
 
 
 _DELETE = re.compile(r"^\s*DELETE\s+FROM\s+(\w+)(?:\s+WHERE\s+(.+?))?\s*;?\s*$",

@@ -18,6 +18,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from .app import create_app
 from .auth import Identity, TokenAuth, check_bind
+from .limits import Limits
 from .run import build_server, serve
 
-__all__ = ["Identity", "TokenAuth", "build_server", "check_bind", "create_app", "serve"]
+__all__ = ["Identity", "Limits", "TokenAuth", "build_server", "check_bind", "create_app",
+           "serve"]

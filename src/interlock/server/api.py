@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -48,17 +49,33 @@ State = Annotated[ServerState, Depends(get_state)]
 
 
 async def identity(
+    request: Request,
     state: State,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Identity:
-    """The caller, from the bearer token; the local reviewer when no tokens are configured."""
+    """The caller, from the bearer token; the local reviewer when no tokens are configured.
+    A client with too many failed attempts is refused (429) until they age out."""
     if state.auth is None:
         return LOCAL_IDENTITY
+    client = request.client.host if request.client else ""
+    wait = state.throttle.retry_after(client)
+    if wait is not None:
+        seconds = max(1, math.ceil(wait))
+        raise ApiError(
+            429, "TooManyAttempts",
+            f"Too many failed token attempts from this address ({state.throttle.attempts} "
+            f"within {state.throttle.window:g} s); try again in {seconds} s.",
+            {"Retry-After": str(seconds)})
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise unauthorized("Send a reviewer token: 'Authorization: Bearer <token>'.")
     found = state.auth.authenticate(credentials.credentials.strip())
     if found is None:
+        state.throttle.failed(client)
         raise unauthorized("The bearer token is not valid.")
+    if found.expires_at is not None and datetime.now(UTC) >= found.expires_at:
+        state.throttle.failed(client)
+        raise unauthorized(f"The bearer token of {found.id!r} expired at "
+                           f"{found.expires_at.isoformat()}; ask for a new one.")
     return found
 
 
@@ -135,6 +152,7 @@ async def list_threads(
 async def start_run(request: Request, state: State, _: Caller, body: StartRun,
                     wait: Wait = False) -> JSONResponse:
     """Send a user message to a new thread (or to ``thread_id``) and run the agent."""
+    state.limits.text("message", body.message)
     thread_id = body.thread_id or uuid.uuid4().hex
     after = state.hub.last_id()
     result = await state.runner.start(thread_id, body.message, wait=wait)
@@ -153,6 +171,7 @@ async def get_thread(state: State, _: Caller, thread_id: ThreadId) -> ThreadDeta
 async def post_message(request: Request, state: State, _: Caller, thread_id: ThreadId,
                        body: PostMessage, wait: Wait = False) -> JSONResponse:
     """A new user message on an existing thread (409 while it waits for a decision)."""
+    state.limits.text("message", body.message)
     await state.agent.aget_thread(thread_id)
     after = state.hub.last_id()
     result = await state.runner.start(thread_id, body.message, wait=wait)
@@ -165,6 +184,7 @@ async def post_decisions(request: Request, state: State, caller: Caller, thread_
                          body: PostDecisions, wait: Wait = False) -> JSONResponse:
     """Approve / edit / reject / respond. The reviewer is the token's owner; a ``reviewer``
     field in the body is ignored."""
+    state.limits.decisions(body.decisions)
     after = state.hub.last_id()
     result = await state.runner.resume(
         thread_id, body.decisions, interrupt_id=body.interrupt_id,
@@ -177,6 +197,8 @@ async def post_decisions(request: Request, state: State, caller: Caller, thread_
 async def post_answer(request: Request, state: State, caller: Caller, thread_id: ThreadId,
                       body: PostAnswer, wait: Wait = False) -> JSONResponse:
     """Answer a pending ``interrupt(...)`` question."""
+    state.limits.json_value("value", body.value, "max_answer_bytes",
+                            state.limits.max_answer_bytes)
     after = state.hub.last_id()
     result = await state.runner.answer(
         thread_id, body.value, interrupt_id=body.interrupt_id,
@@ -190,6 +212,7 @@ async def cancel(state: State, caller: Caller, thread_id: ThreadId,
                  body: PostCancel | None = None) -> JSONResponse:
     """Close every pending call with a "cancelled by reviewer" result; the thread goes idle.
     Needs a role allowed to decide every pending request."""
+    state.limits.text("reason", body.reason if body else None)
     current = await state.agent.aget_thread(thread_id)
     for intr in current.interrupts:
         if intr.kind == "review" and isinstance(intr.value, HITLRequest):

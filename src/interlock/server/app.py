@@ -20,8 +20,9 @@ from ..agent import Agent
 from ..errors import InterlockError
 from . import errors
 from .api import router
-from .auth import TokenConfig, load_tokens
+from .auth import FailureThrottle, TokenConfig, load_tokens
 from .hub import Hub
+from .limits import Limits
 from .runner import Runner
 from .security import SecurityMiddleware
 from .state import ServerState
@@ -55,6 +56,7 @@ def create_app(
     shutdown_grace: float = 5.0,
     inbox: bool = True,
     title: str = "interlock review server",
+    limits: Limits | None = None,
 ) -> FastAPI:
     """Build the review server for ``agent``.
 
@@ -65,13 +67,18 @@ def create_app(
     ``poll_interval``: seconds between checkpointer polls feeding the inbox stream (changes made
     by other processes appear within it). ``expiry_interval``: how often pending requests are
     checked against their deadline (``None`` disables the sweeper). ``inbox``: serve the web
-    inbox at ``/``.
+    inbox at ``/``. ``limits``: request sizes and the failed-token throttle (:class:`Limits`;
+    the defaults suit most deployments).
     """
+    limits = limits or Limits()
     auth = load_tokens(tokens, use_env=use_env_tokens)
     hub = Hub()
     watcher = InboxWatcher(agent, hub, interval=poll_interval)
     runner = Runner(agent, hub, watcher.poke)
     state = ServerState(agent=agent, auth=auth, hub=hub, watcher=watcher, runner=runner,
+                        limits=limits,
+                        throttle=FailureThrottle(limits.failed_token_attempts,
+                                                 limits.failed_token_window),
                         sse_keepalive=sse_keepalive)
 
     @contextlib.asynccontextmanager
@@ -116,5 +123,6 @@ def create_app(
         async def index() -> FileResponse:
             return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
-    app.add_middleware(SecurityMiddleware, local_only=auth is None)
+    app.add_middleware(SecurityMiddleware, local_only=auth is None,
+                       max_body_bytes=limits.max_body_bytes)
     return app

@@ -8,14 +8,17 @@ Tokens come from a TOML or JSON file, or from the ``INTERLOCK_TOKENS`` environme
     id = "alice"
     roles = ["dba", "ops"]
     token = "a-long-random-secret"          # or token_sha256 = "<hex digest of the token>"
+    expires = 2027-01-31T00:00:00Z          # optional: refused from then on
 
     # mapping form (JSON): token -> identity
     {"a-long-random-secret": {"id": "alice", "roles": ["dba"]}}
 
 Only SHA-256 digests of the tokens are kept in memory and a presented token is compared with
-every configured digest in constant time. Without any configured token the server runs in
-*local mode*: every request acts as reviewer ``local`` holding every role, and the server only
-accepts loopback binds and loopback clients.
+every configured digest in constant time. A token file is read again when it changes (checked at
+most once a second), so tokens can be added, rotated and removed without a restart. Repeated
+failed attempts from one client are throttled (:class:`FailureThrottle`). Without any configured
+token the server runs in *local mode*: every request acts as the application itself (reviewer
+``local``, every right), and the server only accepts loopback binds and loopback clients.
 """
 
 from __future__ import annotations
@@ -24,15 +27,22 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import logging
 import os
+import threading
+import time
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from ..decisions import Reviewer
+from ..authz import Reviewer, is_reserved, may_decide
 from ..errors import ConfigurationError
+
+log = logging.getLogger("interlock.server")
 
 ENV_TOKENS = "INTERLOCK_TOKENS"
 """JSON with the token configuration (either shape)."""
@@ -40,7 +50,7 @@ ENV_TOKENS_FILE = "INTERLOCK_TOKENS_FILE"
 """Path of a TOML or JSON token file."""
 LOCAL_ID = "local"
 MIN_TOKEN_LENGTH = 16
-_RESERVED = ("system", "rule:", "middleware:", "policy")
+RELOAD_CHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -50,16 +60,16 @@ class Identity:
     id: str
     roles: frozenset[str]
     authenticated: bool = True
+    expires_at: datetime | None = None
 
     def reviewer(self) -> Reviewer | None:
-        """The :class:`Reviewer` passed to the core; ``None`` in local mode (every role)."""
+        """The :class:`Reviewer` passed to the core; ``None`` in local mode (the application
+        itself: every right)."""
         return Reviewer(self.id, self.roles) if self.authenticated else None
 
     def may_decide(self, required: Sequence[str] | None) -> bool:
         """Whether this identity holds one of ``required`` (``None``: anyone may decide)."""
-        if required is None or not self.authenticated:
-            return True
-        return bool(set(required) & self.roles)
+        return may_decide(self.reviewer(), required)
 
 
 LOCAL_IDENTITY = Identity(LOCAL_ID, frozenset(), authenticated=False)
@@ -83,17 +93,37 @@ def _identity(raw: Any, where: str) -> Identity:
     rid = raw.get("id")
     if not isinstance(rid, str) or not rid.strip():
         raise ConfigurationError(f"{where}: every reviewer needs a non-empty string 'id'.")
-    if rid.startswith(_RESERVED):
+    if is_reserved(rid):
         raise ConfigurationError(
-            f"{where}: reviewer id {rid!r} is reserved (ids starting with "
-            f"{', '.join(repr(p) for p in _RESERVED)} name the system in the audit log)."
+            f"{where}: reviewer id {rid!r} is reserved (ids starting with 'system', 'rule:', "
+            f"'middleware:' or 'policy' name the system in the audit log); choose another id."
         )
     roles = raw.get("roles", [])
     if isinstance(roles, str) or not isinstance(roles, Sequence) or not all(
         isinstance(r, str) for r in roles
     ):
         raise ConfigurationError(f"{where}: 'roles' of {rid!r} must be a list of strings.")
-    return Identity(rid.strip(), frozenset(roles))
+    return Identity(rid.strip(), frozenset(roles), expires_at=_expiry(raw.get("expires"), where))
+
+
+def _expiry(raw: Any, where: str) -> datetime | None:
+    """``expires``: a TOML date-time / date or an ISO 8601 string; a time without a zone
+    is UTC."""
+    if raw is None:
+        return None
+    value: Any = raw
+    if isinstance(raw, str):
+        try:
+            value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError:
+            value = None
+    elif isinstance(raw, date) and not isinstance(raw, datetime):
+        value = datetime(raw.year, raw.month, raw.day)
+    if not isinstance(value, datetime):
+        raise ConfigurationError(
+            f"{where}: 'expires' must be a date-time like 2027-01-31T00:00:00Z, got {raw!r}."
+        )
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 class TokenAuth:
@@ -101,14 +131,23 @@ class TokenAuth:
     :meth:`from_env`."""
 
     def __init__(self, entries: Iterable[tuple[bytes, Identity]]) -> None:
-        self._entries = [_Entry(d, i) for d, i in entries]
-        if not self._entries:
+        self._entries = self._checked(entries)
+        self._path: Path | None = None
+        self._stamp: tuple[int, int, int] | None = None
+        self._checked_at = 0.0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _checked(entries: Iterable[tuple[bytes, Identity]]) -> list[_Entry]:
+        out = [_Entry(d, i) for d, i in entries]
+        if not out:
             raise ConfigurationError(
                 "The token configuration has no tokens. Add at least one reviewer, or pass no "
                 "tokens at all to run in local (loopback-only) mode."
             )
-        if len({e.digest for e in self._entries}) != len(self._entries):
+        if len({e.digest for e in out}) != len(out):
             raise ConfigurationError("The same token is configured twice; tokens must differ.")
+        return out
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -122,13 +161,51 @@ class TokenAuth:
         return [e.identity for e in self._entries]
 
     def authenticate(self, token: str) -> Identity | None:
-        """The identity of ``token``, or None. Compares against every digest in constant time."""
+        """The identity of ``token`` (expired or not: see :meth:`Identity.expires_at`), or
+        None. Compares against every digest in constant time."""
+        self.refresh()
         presented = _digest(token)
         found: Identity | None = None
         for entry in self._entries:
             if hmac.compare_digest(entry.digest, presented):
                 found = entry.identity
         return found
+
+    # -- reloading -------------------------------------------------------------------------
+
+    @staticmethod
+    def _stat(path: Path) -> tuple[int, int, int] | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def refresh(self, *, force: bool = False) -> bool:
+        """Read the token file again if it changed since it was read (checked at most once
+        every :data:`RELOAD_CHECK_SECONDS`). A file that became invalid is reported in the log
+        and the tokens read before stay in force. Returns True if new tokens were loaded."""
+        if self._path is None:
+            return False
+        now = time.monotonic()
+        if not force and now - self._checked_at < RELOAD_CHECK_SECONDS:
+            return False
+        with self._lock:
+            self._checked_at = now
+            stamp = self._stat(self._path)
+            if stamp is None or stamp == self._stamp:
+                return False
+            try:
+                fresh = TokenAuth.from_file(self._path)
+            except ConfigurationError as exc:
+                log.error("The token file changed but cannot be used; the previous tokens stay "
+                          "in force: %s", exc)
+                self._stamp = stamp
+                return False
+            self._entries = fresh._entries
+            self._stamp = stamp
+            log.info("Token file %s re-read: %d token(s)", self._path, len(self._entries))
+            return True
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -183,8 +260,9 @@ class TokenAuth:
 
     @classmethod
     def from_file(cls, path: str | Path) -> TokenAuth:
-        """From a ``.toml`` or ``.json`` file."""
+        """From a ``.toml`` or ``.json`` file, which is read again when it changes."""
         p = Path(path)
+        stamp = cls._stat(p)
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
@@ -193,7 +271,9 @@ class TokenAuth:
             data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
         except (ValueError, tomllib.TOMLDecodeError) as exc:
             raise ConfigurationError(f"The token file {str(p)!r} is not valid: {exc}.") from None
-        return cls.from_config(data, source=str(p))
+        auth = cls.from_config(data, source=str(p))
+        auth._path, auth._stamp, auth._checked_at = p, stamp, time.monotonic()
+        return auth
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TokenAuth | None:
@@ -226,6 +306,55 @@ def load_tokens(tokens: TokenConfig | None, *, use_env: bool = True) -> TokenAut
     if isinstance(tokens, str | Path):
         return TokenAuth.from_file(tokens)
     return TokenAuth.from_config(tokens)
+
+
+# -- throttling -------------------------------------------------------------------------------
+
+
+class FailureThrottle:
+    """At most ``attempts`` failed token attempts per client address within ``window``
+    seconds; further attempts are refused (429) until the oldest failure leaves the window.
+    Successful attempts are not counted, so a reviewer who mistypes a few times is not locked
+    out once they get it right."""
+
+    def __init__(self, attempts: int = 10, window: float = 60.0, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 max_clients: int = 10_000) -> None:
+        if attempts < 1 or window <= 0:
+            raise ConfigurationError("The failed-token throttle needs attempts >= 1 and a "
+                                     "positive window.")
+        self.attempts = attempts
+        self.window = window
+        self._clock = clock
+        self._max_clients = max_clients
+        self._failures: dict[str, deque[float]] = {}
+
+    def _recent(self, client: str, now: float) -> deque[float]:
+        q = self._failures.get(client)
+        if q is None:
+            return deque()
+        while q and now - q[0] >= self.window:
+            q.popleft()
+        if not q:
+            del self._failures[client]
+        return q
+
+    def retry_after(self, client: str) -> float | None:
+        """Seconds until ``client`` may try again, or None if it may try now."""
+        now = self._clock()
+        q = self._recent(client, now)
+        if len(q) < self.attempts:
+            return None
+        return max(0.0, self.window - (now - q[0]))
+
+    def failed(self, client: str) -> None:
+        now = self._clock()
+        if client not in self._failures and len(self._failures) >= self._max_clients:
+            # forget the client whose last failure is oldest (bounded memory)
+            oldest = min(self._failures, key=lambda c: self._failures[c][-1])
+            del self._failures[oldest]
+        self._recent(client, now)
+        self._failures.setdefault(client, deque()).append(now)
 
 
 # -- loopback --------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from ..errors import MissingDependency
 from ..storage import from_url
 from .app import create_app
 from .auth import TokenConfig, check_bind, load_tokens
+from .limits import Limits
 from .state import ServerState
 
 log = logging.getLogger("interlock.server")
@@ -30,6 +31,7 @@ def build_server(
     expiry_interval: timedelta | None = timedelta(seconds=30),
     log_level: str = "info",
     on_started: Callable[[str], None] | None = None,
+    limits: Limits | None = None,
     **uvicorn_options: Any,
 ) -> Any:
     """A configured ``uvicorn.Server`` (not started).
@@ -48,7 +50,7 @@ def build_server(
     if db_url is not None:
         agent.checkpointer = from_url(db_url)
     app = create_app(agent, tokens=auth, use_env_tokens=False, poll_interval=poll_interval,
-                     expiry_interval=expiry_interval)
+                     expiry_interval=expiry_interval, limits=limits)
     state = app.state.interlock
     assert isinstance(state, ServerState)
     uvicorn_options.setdefault("timeout_graceful_shutdown", 5)

@@ -4,8 +4,9 @@
   no inline script, no framing), ``nosniff``, no referrer; API responses are not cached.
 * Local mode (no tokens): only loopback clients with a loopback ``Host`` header are served —
   this also defeats DNS-rebinding pages in the reviewer's browser.
-* State-changing requests whose ``Origin`` is not this server are refused (no CSRF, with or
-  without tokens).
+* State-changing requests whose ``Origin`` is not this server (same scheme, host and port) are
+  refused (no CSRF, with or without tokens).
+* Request bodies larger than ``max_body_bytes`` are refused with 413 before any route sees them.
 """
 
 from __future__ import annotations
@@ -30,12 +31,42 @@ _HEADERS = [
     (b"cross-origin-opener-policy", b"same-origin"),
 ]
 _UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _authority(scheme: str, netloc: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` with the scheme's default port filled in."""
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.hostname is None:
+        return None
+    return (scheme.lower(), parts.hostname.lower(),
+            port if port is not None else _DEFAULT_PORTS.get(scheme.lower(), -1))
+
+
+def same_origin(origin: str, scheme: str, host_header: str) -> bool:
+    """Whether the ``Origin`` header names this server: the same scheme, host and port as the
+    request itself (``scheme`` as the server saw it, after a trusted proxy's
+    ``X-Forwarded-Proto``; ``Host`` as sent)."""
+    if origin == "null":
+        return False
+    o = urlsplit(origin)
+    if not o.scheme or o.path not in ("", "/") or o.query or o.username or o.password:
+        return False
+    mine = _authority(scheme, host_header)
+    theirs = _authority(o.scheme, o.netloc)
+    return mine is not None and mine == theirs
 
 
 class SecurityMiddleware:
-    def __init__(self, app: ASGIApp, *, local_only: bool) -> None:
+    def __init__(self, app: ASGIApp, *, local_only: bool,
+                 max_body_bytes: int = 1024 * 1024) -> None:
         self.app = app
         self.local_only = local_only
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -47,6 +78,16 @@ class SecurityMiddleware:
         if refusal is not None:
             await self._refuse(send, *refusal)
             return
+        if scope.get("method") in _UNSAFE:
+            body = await self._read_body(receive, headers)
+            if body is None:
+                await self._refuse(
+                    send, "PayloadTooLarge",
+                    f"The request body is larger than {self.max_body_bytes} bytes "
+                    f"(max_body_bytes), so it was refused and nothing was stored. Send less, "
+                    f"or raise the server's Limits(max_body_bytes=...).", status=413)
+                return
+            receive = _replay(body, receive)
         is_api = str(scope.get("path", "")).startswith("/api/")
 
         async def send_with_headers(message: Message) -> None:
@@ -73,19 +114,52 @@ class SecurityMiddleware:
                         "requests from this machine addressed to localhost/127.0.0.1. Configure "
                         "tokens to serve other clients.")
         origin = headers.get("origin")
-        if scope.get("method") in _UNSAFE and origin is not None:
-            parts = urlsplit(origin)
-            if origin == "null" or parts.netloc.lower() != host.lower():
-                return ("CrossOriginRequest",
-                        f"Refused a {scope.get('method')} from origin {origin!r}: state-changing "
-                        f"requests must come from this server's own pages or from non-browser "
-                        f"clients.")
+        if (scope.get("method") in _UNSAFE and origin is not None
+                and not same_origin(origin, str(scope.get("scheme", "http")), host)):
+            return ("CrossOriginRequest",
+                    f"Refused a {scope.get('method')} from origin {origin!r}: state-changing "
+                    f"requests must come from this server's own pages (same scheme, host and "
+                    f"port) or from non-browser clients.")
         return None
 
+    async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes | None:
+        """The whole body, or None once it is larger than the limit (the rest is not read)."""
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
     @staticmethod
-    async def _refuse(send: Send, error: str, message: str) -> None:
+    async def _refuse(send: Send, error: str, message: str, status: int = 403) -> None:
         payload = json.dumps({"error": error, "message": message}).encode()
-        await send({"type": "http.response.start", "status": 403,
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(payload)).encode()), *_HEADERS]})
         await send({"type": "http.response.body", "body": payload})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the already-read body to the app, then waits as before."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

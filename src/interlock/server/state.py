@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from fastapi import Request
 
 from ..agent import Agent
-from .auth import TokenAuth
+from .auth import FailureThrottle, TokenAuth
 from .hub import Hub
+from .limits import Limits
 from .runner import Runner
 from .watcher import InboxWatcher
 
@@ -21,6 +22,8 @@ class ServerState:
     hub: Hub
     watcher: InboxWatcher
     runner: Runner
+    limits: Limits = field(default_factory=Limits)
+    throttle: FailureThrottle = field(default_factory=FailureThrottle)
     sse_keepalive: float = 15.0
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
 

@@ -1,0 +1,263 @@
+"""Who may do what: the authorisation rules of every surface, as pure functions.
+
+The library, the review server, the web inbox, the terminal reviewer and the CLI all pass the
+acting identity (a :class:`Reviewer`) to the same public core API, and the core asks this module.
+No surface re-implements a rule, so they cannot differ. ``None`` as the identity means the
+application itself (code that holds the agent object, or a server in local mode): it is
+trusted with everything.
+
+The model (see docs/security.md):
+
+* **Deciding** a call needs one of the roles in its policy's ``reviewers`` (``None``: anyone).
+  An edit that turns the call into a call of *another* tool must also satisfy that tool's
+  policy: it must allow ``approve`` and the reviewer needs one of *its* ``reviewers``.
+* **Cancelling** a thread closes every pending call, so it needs the right to decide every
+  pending review call; a pending ``interrupt()`` question also needs the right to post.
+* **Posting** to a thread (a new message, which starts a run) is for its creator and holders
+  of the :data:`ADMIN_ROLE`.
+* **Answering** an ``interrupt()`` question is for those who may post; in a thread the
+  application started itself (no recorded creator) for any reviewer, like a request that
+  names no ``reviewers``.
+* **Reading** a thread (messages, journal, audit rows, event streams) is for those who may
+  post, for a reviewer while the thread has a pending call or question that reviewer may
+  decide or answer, and for a reviewer who decided one of its calls.
+* **Revoking** a remembered approval is for those who may post, or who may decide that tool.
+* **Remembered approvals** apply only to runs started by an identity that may post.
+* Names starting with ``system``, ``rule:``, ``middleware:`` or ``policy`` are the system's own
+  actors in the audit log; no person may act under them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .errors import NotAuthorized
+
+ADMIN_ROLE = "admin"
+"""Holders of this role may read and post to every thread (it does not let them decide
+calls limited to other roles)."""
+
+RESERVED_PREFIXES: tuple[str, ...] = ("system", "rule:", "middleware:", "policy")
+"""Actor names that name the system itself in the audit log."""
+
+TRUSTED_ACTOR = "local"
+"""The actor recorded when the application itself (no identity) acts."""
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    """Who acts: an identity and the roles it holds (from a token, a login, ``--reviewer``)."""
+
+    id: str
+    roles: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.roles, frozenset):
+            object.__setattr__(self, "roles", frozenset(self.roles))
+
+    @property
+    def is_admin(self) -> bool:
+        return ADMIN_ROLE in self.roles
+
+    def describe(self) -> str:
+        return f"{self.id!r} (roles: {', '.join(sorted(self.roles)) or 'none'})"
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """What deciding one call requires: its tool and the roles its policy names."""
+
+    tool_call_id: str
+    name: str
+    reviewers: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """A tool's review policy, as far as an edit *into* that tool is concerned."""
+
+    name: str
+    allows_approve: bool = True
+    reviewers: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ThreadFacts:
+    """What the access rules look at: the thread's creator, the roles its pending review
+    calls need, whether an ``interrupt()`` question is pending, and who decided its calls."""
+
+    thread_id: str
+    created_by: str | None = None
+    pending: tuple[CallPolicy, ...] = ()
+    question_pending: bool = False
+    deciders: frozenset[str] = field(default_factory=frozenset)
+
+
+# -- names ----------------------------------------------------------------------------------
+
+
+def is_reserved(name: str) -> bool:
+    return name.strip().lower().startswith(RESERVED_PREFIXES)
+
+
+def check_name(name: str) -> str:
+    """The stripped ``name`` if a person may act under it; :class:`NotAuthorized` otherwise."""
+    if not isinstance(name, str) or not name.strip():
+        raise NotAuthorized("A reviewer name must be a non-empty string; give who is acting.")
+    if is_reserved(name):
+        raise NotAuthorized(
+            f"The reviewer name {name!r} is reserved: names starting with "
+            f"{', '.join(repr(p) for p in RESERVED_PREFIXES)} name the system itself in the "
+            f"audit log, so no person may act under them. Use your own name. Nothing was changed."
+        )
+    return name.strip()
+
+
+def actor_of(reviewer: Reviewer | None) -> str:
+    """The name written to the journal and the audit log."""
+    return TRUSTED_ACTOR if reviewer is None else check_name(reviewer.id)
+
+
+# -- deciding -------------------------------------------------------------------------------
+
+
+def may_decide(reviewer: Reviewer | None, reviewers: Sequence[str] | None) -> bool:
+    """Whether ``reviewer`` holds one of the roles ``reviewers`` (``None``: anyone may)."""
+    if reviewer is None or reviewers is None:
+        return True
+    return bool(set(reviewers) & reviewer.roles)
+
+
+def check_decision(thread_id: str, reviewer: Reviewer | None, call: CallPolicy,
+                   target: ToolPolicy | None = None) -> None:
+    """Deciding ``call``; with ``target`` (an edit into another tool) that tool's policy too."""
+    if reviewer is not None:
+        check_name(reviewer.id)
+    if not may_decide(reviewer, call.reviewers):
+        assert reviewer is not None and call.reviewers is not None
+        raise NotAuthorized(
+            f"Reviewer {reviewer.describe()} may not decide call {call.tool_call_id!r} "
+            f"({call.name}) on thread {thread_id!r}; it needs one of the roles: "
+            f"{', '.join(call.reviewers)}. Nothing was changed."
+        )
+    if target is None or target.name == call.name:
+        return
+    if not target.allows_approve:
+        raise NotAuthorized(
+            f"An edit of call {call.tool_call_id!r} ({call.name}) on thread {thread_id!r} into "
+            f"tool {target.name!r} is refused: {target.name!r}'s own policy does not allow "
+            f"'approve', so no edit can make it run. Edit the arguments of {call.name!r} "
+            f"instead, or reject the call. Nothing was changed."
+        )
+    if not may_decide(reviewer, target.reviewers):
+        assert reviewer is not None and target.reviewers is not None
+        raise NotAuthorized(
+            f"Reviewer {reviewer.describe()} may not edit call {call.tool_call_id!r} "
+            f"({call.name}) on thread {thread_id!r} into tool {target.name!r}: calls of "
+            f"{target.name!r} need one of the roles: {', '.join(target.reviewers)}. "
+            f"Nothing was changed."
+        )
+
+
+def check_cancel(reviewer: Reviewer | None, facts: ThreadFacts) -> None:
+    """Cancelling closes every pending call: the right to decide each of them is needed."""
+    if reviewer is None:
+        return
+    check_name(reviewer.id)
+    for call in facts.pending:
+        if not may_decide(reviewer, call.reviewers):
+            assert call.reviewers is not None
+            raise NotAuthorized(
+                f"Reviewer {reviewer.describe()} may not cancel thread {facts.thread_id!r}: "
+                f"call {call.tool_call_id!r} ({call.name}) needs one of the roles: "
+                f"{', '.join(call.reviewers)}. Nothing was changed."
+            )
+    if facts.question_pending and not may_answer(reviewer, facts):
+        raise NotAuthorized(
+            f"Reviewer {reviewer.describe()} may not cancel thread {facts.thread_id!r}: it "
+            f"waits for an answer that only its creator or an {ADMIN_ROLE!r} may give. "
+            f"Nothing was changed."
+        )
+
+
+# -- threads --------------------------------------------------------------------------------
+
+
+def may_post(reviewer: Reviewer | None, facts: ThreadFacts) -> bool:
+    """New messages and ``interrupt()`` answers: the creator, admins, the application."""
+    if reviewer is None or reviewer.is_admin:
+        return True
+    return facts.created_by is not None and facts.created_by == reviewer.id
+
+
+def may_answer(reviewer: Reviewer | None, facts: ThreadFacts) -> bool:
+    """Answers to ``interrupt()`` questions: those who may post; anyone in a thread that the
+    application started itself."""
+    return facts.created_by is None or may_post(reviewer, facts)
+
+
+def may_read(reviewer: Reviewer | None, facts: ThreadFacts) -> bool:
+    if may_post(reviewer, facts):
+        return True
+    assert reviewer is not None
+    if reviewer.id in facts.deciders:
+        return True
+    if facts.question_pending and may_answer(reviewer, facts):
+        return True
+    return any(may_decide(reviewer, c.reviewers) for c in facts.pending)
+
+
+def check_post(reviewer: Reviewer | None, facts: ThreadFacts, what: str = "post to") -> None:
+    if reviewer is not None:
+        check_name(reviewer.id)
+    if not may_post(reviewer, facts):
+        assert reviewer is not None
+        owner = repr(facts.created_by) if facts.created_by else "the application"
+        raise NotAuthorized(
+            f"Reviewer {reviewer.describe()} may not {what} thread {facts.thread_id!r}: "
+            f"only its creator ({owner}) and holders of the {ADMIN_ROLE!r} role may. Start "
+            f"a thread of your own instead. Nothing was changed."
+        )
+
+
+def check_answer(reviewer: Reviewer | None, facts: ThreadFacts) -> None:
+    if reviewer is not None:
+        check_name(reviewer.id)
+    if not may_answer(reviewer, facts):
+        check_post(reviewer, facts, "answer a question on")
+
+
+def check_read(reviewer: Reviewer | None, facts: ThreadFacts) -> None:
+    if not may_read(reviewer, facts):
+        assert reviewer is not None
+        raise NotAuthorized(
+            f"Reviewer {reviewer.describe()} may not read thread {facts.thread_id!r}: it is "
+            f"neither its creator nor an {ADMIN_ROLE!r}, has no pending call there it may "
+            f"decide and decided none of its calls."
+        )
+
+
+def check_revoke(reviewer: Reviewer | None, facts: ThreadFacts,
+                 tool: ToolPolicy) -> None:
+    if reviewer is not None:
+        check_name(reviewer.id)
+    if may_post(reviewer, facts) or may_decide(reviewer, tool.reviewers):
+        return
+    assert reviewer is not None and tool.reviewers is not None
+    raise NotAuthorized(
+        f"Reviewer {reviewer.describe()} may not revoke the remembered approval of "
+        f"{tool.name!r} on thread {facts.thread_id!r}: that needs the thread's creator, an "
+        f"{ADMIN_ROLE!r}, or one of the roles: {', '.join(tool.reviewers)}. Nothing was changed."
+    )
+
+
+def remember_applies(starter: Reviewer | None, facts: ThreadFacts) -> bool:
+    """Whether remembered approvals may let calls of a run started by ``starter`` through."""
+    return may_post(starter, facts)
+
+
+def readable(reviewer: Reviewer | None, facts: Iterable[ThreadFacts]) -> list[str]:
+    """The ids of the threads ``reviewer`` may read, in the given order."""
+    return [f.thread_id for f in facts if may_read(reviewer, f)]
+

@@ -1,0 +1,99 @@
+"""Size limits at the boundary: an oversize body is refused with 413, an oversize field with
+422 naming the limit, and the stored state is byte-identical before and after."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlock import SqliteCheckpointer
+from interlock.server import Limits
+from server.conftest import BOB, CAROL, Server, bearer, running
+from server.server_agents import EXECUTED, make_agent
+
+LIMITS = Limits(max_body_bytes=32 * 1024, max_message_chars=2000, max_args_bytes=1000,
+                max_answer_bytes=500)
+
+
+def files(directory: Path) -> dict[str, str]:
+    """Digest of every file of the store (database, WAL, shared memory)."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[tuple[Server, Path]]:
+    store = tmp_path / "store"
+    store.mkdir()
+    agent = make_agent(SqliteCheckpointer(store / "i.db"))
+    async with running(agent, tokens={
+        BOB: {"id": "bob", "roles": ["ops"]}, CAROL: {"id": "carol", "roles": []},
+    }, limits=LIMITS, poll_interval=0.02) as s:
+        yield s, store
+    await agent.checkpointer.close()
+
+
+async def _prepare(s: Server) -> None:
+    for tid, msg in (("sql", "sql DELETE FROM t"), ("q", "pick"), ("lim", "limit 4")):
+        r = await s.client.post("/api/threads", params={"wait": "true"}, headers=bearer(CAROL),
+                                json={"message": msg, "thread_id": tid})
+        assert r.json()["status"] == "interrupted", r.text
+
+
+@pytest.mark.anyio
+async def test_oversize_requests_store_nothing(server: tuple[Server, Path]) -> None:
+    s, store = server
+    await _prepare(s)
+    c = s.client
+    big = "x" * 3000
+    attempts: list[tuple[str, str, dict[str, Any] | bytes, int, str]] = [
+        # body over max_body_bytes (a 50 MB message would be refused the same way, unread)
+        ("/api/threads", CAROL, {"message": "y" * 40_000}, 413, "max_body_bytes"),
+        ("/api/threads/sql/decisions", BOB,
+         {"decisions": [{"type": "reject", "message": "z" * 40_000}]}, 413, "max_body_bytes"),
+        # fields over their own limits
+        ("/api/threads", CAROL, {"message": big, "thread_id": "new"}, 422, "max_message_chars"),
+        ("/api/threads/sql/messages", CAROL, {"message": big}, 422, "max_message_chars"),
+        ("/api/threads/sql/decisions", BOB,
+         {"decisions": [{"type": "reject", "message": big}]}, 422, "max_message_chars"),
+        ("/api/threads/lim/decisions", BOB,
+         {"decisions": {"call_1_0": {"type": "edit", "edited_action": {
+             "name": "set_limit", "args": {"n": 2, "reason": big}}}}}, 422, "max_args_bytes"),
+        ("/api/threads/q/answer", CAROL, {"value": ["colour"] * 100}, 422, "max_answer_bytes"),
+        ("/api/threads/sql/cancel", CAROL, {"reason": big}, 422, "max_message_chars"),
+    ]
+    for _ in range(3):  # let the watcher settle; it only reads
+        await s.agent.alist_threads()
+    before = files(store)
+    for path, token, body, status, limit in attempts:
+        r = await c.post(path, headers=bearer(token), json=body)
+        assert r.status_code == status, (path, r.text)
+        assert limit in r.json()["message"], r.text
+        assert "Nothing was stored" in r.json()["message"] or status == 413
+    # a chunked body without Content-Length is counted as it arrives
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"message": "'
+        for _ in range(10):
+            yield b"w" * 8192
+        yield b'"}'
+    r = await c.post("/api/threads", headers=bearer(CAROL), content=chunks())
+    assert r.status_code == 413 and r.json()["error"] == "PayloadTooLarge"
+    assert files(store) == before
+    assert EXECUTED == []
+    assert sorted(t.thread_id for t in await s.agent.alist_threads()) == ["lim", "q", "sql"]
+    # within the limits the same requests work
+    r = await c.post("/api/threads/sql/decisions", params={"wait": "true"}, headers=bearer(BOB),
+                     json={"decisions": [{"type": "reject", "message": "z" * 1999}]})
+    assert r.status_code == 200, r.text
+
+
+def test_limits_are_validated() -> None:
+    from interlock import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="max_body_bytes"):
+        Limits(max_body_bytes=0)
+    assert Limits().max_body_bytes == 1024 * 1024
