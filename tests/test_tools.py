@@ -121,7 +121,7 @@ def test_tool_context_is_injected_and_stable(stores: StoreFactory) -> None:
         ("thr", "p1", 1), ("thr", "p2", 1)]
     assert len({c.idempotency_key for c in seen}) == 2
     assert all(len(c.idempotency_key) == 32 for c in seen)
-    from interlock._engine import idempotency_key
+    from interlock._texts import idempotency_key
 
     assert seen[0].idempotency_key == idempotency_key("thr", "p1")
 

@@ -1,241 +1,320 @@
-"""Applying reviewers' decisions and answers, cancelling, expiring: validated first, then
-stored in one commit."""
+"""Applying what people decide: reviewers' decisions and answers, cancelling, expiring and
+revoking. Each is validated in full first, then stored in one commit of the run transaction."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._run_base import AuditItem, ResumeSpec, RunBase
-from ._texts import (
-    cancel_text,
-    digest,
-    expired_text,
-    reject_text,
-    unknown_reject_text,
-)
+from ._deps import RunDeps
+from ._texts import cancel_text, digest, expired_text, reject_text, unknown_reject_text
+from ._txn import AuditItem, ThreadTxn
+from .audit import AuditKind
 from .decisions import (
     Approve,
     Edit,
+    PendingCall,
     Reject,
     ResolvedDecision,
     Respond,
+    Reviewer,
     resolve_decisions,
 )
-from .errors import (
-    InvalidDecision,
-    NoPendingInterrupt,
-)
-from .hitl import HITLRequest
+from .errors import InterruptConflict, InvalidDecision, NoPendingInterrupt, StaleInterrupt
 from .interrupts import Interrupt
-from .messages import AssistantMessage, ToolMessage
-from .result import RunResult
+from .messages import ToolMessage
 from .storage.base import (
     FINAL_STATES,
+    RESOLVED_KEPT,
     CallState,
+    DecisionRecord,
     JournalEntry,
     RememberedApproval,
 )
 
-if TYPE_CHECKING:
-    pass
+
+@dataclass
+class ResumeSpec:
+    """One resume: decisions for a review request and/or answers to questions."""
+
+    decisions: Any = None
+    values: dict[str, Any] | None = None
+    """interrupt id -> answer, for input interrupts."""
+    value: Any = None
+    has_value: bool = False
+    interrupt_id: str | None = None
+    reviewer: Reviewer | None = None
+    actor: str = "local"
+    command: Any = None
+    has_command: bool = False
+
+    def targets(self) -> list[str]:
+        """The interrupt ids this resume names."""
+        ids = [self.interrupt_id] if self.interrupt_id else []
+        if self.has_command and isinstance(self.command, dict):
+            ids += [k for k in self.command if isinstance(k, str)]
+        return ids
 
 
+def raise_if_answered(txn: ThreadTxn, spec: ResumeSpec) -> None:
+    """A resume aimed at an interrupt that a resume already answered lost the race."""
+    if txn.snap is None:
+        return
+    answered = next((i for i in spec.targets() if i in txn.t.resolved), None)
+    if answered is not None:
+        raise InterruptConflict(txn.thread_id, answered)
 
 
-class DecisionSteps(RunBase):
-    def _interpret_command(self, spec: ResumeSpec, pending: list[Interrupt]) -> None:
-        """``Command(resume=...)``: decisions, ``{interrupt_id: answer}`` or a plain answer."""
-        raw = spec.command
-        ids = {i.id: i for i in pending}
-        if isinstance(raw, dict) and raw and set(raw) <= set(ids):
-            values: dict[str, Any] = {}
-            for iid, answer in raw.items():
-                if ids[iid].kind == "review":
-                    spec.decisions, spec.interrupt_id = answer, iid
-                else:
-                    values[iid] = answer
-            spec.values = values
-        elif (isinstance(raw, dict) and "decisions" in raw) or isinstance(raw, list):
-            spec.decisions = raw
-        else:
-            spec.value, spec.has_value = raw, True
-
-    def _target(self, pending: list[Interrupt], kind: str, iid: str | None) -> Interrupt:
-        if iid is not None:
-            intr = next(i for i in pending if i.id == iid)
-            if intr.kind != kind:
-                what = "decisions=[...]" if intr.kind == "review" else "value=..."
-                raise InvalidDecision(
-                    self.thread_id, f"interrupt {iid!r} is a {intr.kind!r} interrupt; answer it "
-                    f"with {what}."
-                )
-            return intr
-        matches = [i for i in pending if i.kind == kind]
-        if not matches:
-            other = "value=... (the thread waits for an answer to interrupt(...))" if kind == \
-                "review" else "decisions=[...] (the thread waits for a review)"
-            raise InvalidDecision(self.thread_id, f"there is no pending {kind!r} interrupt; "
-                                  f"resume with {other}.")
-        if len(matches) > 1:
-            raise InvalidDecision(
-                self.thread_id, f"{len(matches)} {kind!r} interrupts are pending "
-                f"({', '.join(i.id for i in matches)}); pass interrupt_id=... to choose one."
-            )
-        return matches[0]
-
-    def _apply_decisions(
-        self,
-        review: Interrupt,
-        spec: ResumeSpec,
-        journal: list[JournalEntry],
-        audit: list[AuditItem],
-        remembered: list[RememberedApproval],
-    ) -> Interrupt | None:
-        calls = self._pending_calls(review)
-        decided = {
-            e.tool_call_id: e.state.value for e in self.s.journal.values()
-            if e.state != CallState.PENDING_REVIEW
-        }
-        resolved = resolve_decisions(
-            self.thread_id, calls, spec.decisions, tools=self.agent.tools_by_name,
-            allows_approve=self.agent.allows_approve, reviewer=spec.reviewer, decided=decided,
-        )
-        now = self.now()
-        done: set[str] = set()
-        for r in resolved:
-            cid = r.call.request.tool_call_id
-            done.add(cid)
-            e = self.s.journal[cid]
-            journal.append(self._decided_entry(e, r, spec.actor, now))
-            d = r.decision
-            # the arguments are copied only when the reviewer changed them (before and after);
-            # otherwise the row names them by digest (the messages hold them)
-            row: dict[str, Any] = {"interrupt_id": review.id, "type": d.type, "name": e.name}
-            if isinstance(d, Edit):
-                row["args"] = e.args
-                row["edited_action"] = {"name": r.exec_name, "args": r.exec_args}
+def _interpret_command(spec: ResumeSpec, pending: list[Interrupt]) -> None:
+    """``Command(resume=...)``: decisions, ``{interrupt_id: answer}`` or a plain answer."""
+    raw = spec.command
+    ids = {i.id: i for i in pending}
+    if isinstance(raw, dict) and raw and set(raw) <= set(ids):
+        values: dict[str, Any] = {}
+        for iid, answer in raw.items():
+            if ids[iid].kind == "review":
+                spec.decisions, spec.interrupt_id = answer, iid
             else:
-                row["args_sha256"] = digest(e.args)
-            for key in ("message", "remember"):
-                if getattr(d, key, None) is not None:
-                    row[key] = getattr(d, key)
-            audit.append(("decision", spec.actor, cid, row))
-            if isinstance(d, Approve) and d.remember == "thread" and not any(
-                x.tool_name == e.name for x in remembered
-            ):
-                remembered.append(RememberedApproval(
-                    tool_name=e.name, created_at=now, created_by=spec.actor, tool_call_id=cid))
-                audit.append(("rule_created", spec.actor, cid,
-                              {"tool_name": e.name, "scope": "thread"}))
-        left = [c for c in calls if c.request.tool_call_id not in done]
-        if not left:
-            return None
-        req = HITLRequest(action_requests=[c.request for c in left],
-                          review_configs=[c.config for c in left])
-        return review.model_copy(update={"value": req.to_json()})
+                values[iid] = answer
+        spec.values = values
+    elif (isinstance(raw, dict) and "decisions" in raw) or isinstance(raw, list):
+        spec.decisions = raw
+    else:
+        spec.value, spec.has_value = raw, True
 
-    def _decided_entry(
-        self, e: JournalEntry, r: ResolvedDecision, actor: str, now: datetime
-    ) -> JournalEntry:
-        d = r.decision
-        base: dict[str, Any] = {
-            "decision": d.model_dump(mode="json", exclude_none=True), "decided_by": actor,
-            "updated_at": now,
-        }
-        # what runs is stored only where it differs from what the model proposed
-        run = {"exec_name": r.exec_name if r.exec_name != e.name else None,
-               "exec_args": r.exec_args if r.exec_args != e.args else None}
-        if isinstance(d, Approve):
-            # approving a retry of an edited call (outcome unknown) still runs it as edited
-            edited = (r.exec_name, r.exec_args) != (e.name, e.args)
-            return e.model_copy(update={
-                **base, "state": CallState.EDITED if edited else CallState.APPROVED, **run})
-        if isinstance(d, Edit):
-            return e.model_copy(update={**base, "state": CallState.EDITED, **run})
-        if isinstance(d, Reject):
-            unknown = (e.review or {}).get("reason") == "outcome_unknown"
-            text = unknown_reject_text if unknown else reject_text
-            msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
-                              content=text(e.name, e.tool_call_id, d.message),
-                              decision="reject")
-            return e.model_copy(update={**base, "state": CallState.REJECTED, "result": msg})
-        assert isinstance(d, Respond)
-        msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="success",
-                          content=d.message, decision="respond")
-        return e.model_copy(update={**base, "state": CallState.RESPONDED, "result": msg})
 
-    async def cancel(self, reason: str | None, actor: str) -> RunResult:
-        await self.load()
-        t = self.t
-        if not t.pending and t.turn is None:
-            raise NoPendingInterrupt(self.thread_id)
-        now = self.now()
-        updates: list[JournalEntry] = []
-        results: list[ToolMessage] = []
-        if t.turn is not None:
-            turn_msg = self.s.messages[t.turn]
-            assert isinstance(turn_msg, AssistantMessage)
-            for call in turn_msg.tool_calls:
-                e = self.s.journal.get(call.id)
-                if e is not None and e.state in FINAL_STATES and e.result is not None:
-                    results.append(e.result)
-                    continue
-                msg = ToolMessage(tool_call_id=call.id, name=call.name, status="error",
-                                  content=cancel_text(call.name, call.id, reason),
-                                  decision="cancel")
-                results.append(msg)
-                if e is not None:
-                    updates.append(e.model_copy(update={
-                        "state": CallState.CANCELLED, "result": msg, "decided_by": actor,
-                        "updated_at": now}))
-        await self.commit(
-            messages=results, journal=updates, turn=None, hooks=None, pending=[], status="idle",
-            hold_lease=False,
-            audit=[("cancelled", actor, None, {"reason": reason,
-                                               "calls": [e.tool_call_id for e in updates]})],
+def _target(txn: ThreadTxn, pending: list[Interrupt], kind: str, iid: str | None) -> Interrupt:
+    if iid is not None:
+        intr = next(i for i in pending if i.id == iid)
+        if intr.kind != kind:
+            what = "decisions=[...]" if intr.kind == "review" else "value=..."
+            raise InvalidDecision(
+                txn.thread_id, f"interrupt {iid!r} is a {intr.kind!r} interrupt; answer it "
+                f"with {what}."
+            )
+        return intr
+    matches = [i for i in pending if i.kind == kind]
+    if not matches:
+        other = "value=... (the thread waits for an answer to interrupt(...))" if kind == \
+            "review" else "decisions=[...] (the thread waits for a review)"
+        raise InvalidDecision(txn.thread_id, f"there is no pending {kind!r} interrupt; "
+                              f"resume with {other}.")
+    if len(matches) > 1:
+        raise InvalidDecision(
+            txn.thread_id, f"{len(matches)} {kind!r} interrupts are pending "
+            f"({', '.join(i.id for i in matches)}); pass interrupt_id=... to choose one."
         )
-        return self.result_now()
+    return matches[0]
 
-    # ------------------------------------------------------------------ expiry
 
-    async def expire_due(self) -> bool:
-        """Resolve review calls past their deadline. Returns True if any expired."""
-        now = self.now()
-        review = next((i for i in self.t.pending if i.kind == "review"), None)
-        if review is None:
-            return False
-        calls = self._pending_calls(review)
-        due = [c for c in calls if c.config.expires_at is not None and c.config.expires_at <= now]
-        if not due:
-            return False
-        journal = []
-        audit: list[AuditItem] = []
-        for c in due:
-            e = self.s.journal[c.request.tool_call_id]
-            msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
-                              content=expired_text(e.name, e.tool_call_id), decision="expire")
+async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
+    """Validate the decisions and answers against the pending requests, then store them in
+    one commit (``InterruptConflict`` if another resume was stored first)."""
+    pending = list(txn.t.pending)
+    if spec.has_command and pending:
+        _interpret_command(spec, pending)
+    if not pending:
+        if spec.interrupt_id:
+            raise StaleInterrupt(txn.thread_id, spec.interrupt_id, [])
+        raise NoPendingInterrupt(txn.thread_id)
+    ids = [i.id for i in pending]
+    if spec.interrupt_id is not None and spec.interrupt_id not in ids:
+        raise StaleInterrupt(txn.thread_id, spec.interrupt_id, ids)
+    journal: list[JournalEntry] = []
+    audit: list[AuditItem] = []
+    updates: dict[str, Any] = {}
+    remaining = list(pending)
+    hooks = txn.t.hooks
+    remembered = list(txn.t.remembered)
+
+    answers: dict[str, Any] = dict(spec.values or {})
+    if spec.decisions is not None:
+        review = _target(txn, pending, "review", spec.interrupt_id)
+        remaining = [i for i in remaining if i.id != review.id]
+        remaining += _apply_decisions(txn, deps, review, spec, journal, audit, remembered)
+    elif spec.has_value:
+        target = _target(txn, pending, "input", spec.interrupt_id)
+        answers[target.id] = spec.value
+    elif not answers:
+        raise InvalidDecision(txn.thread_id, "resume needs decisions=... or value=....")
+    for iid, value in answers.items():
+        intr = next((i for i in pending if i.id == iid), None)
+        if intr is None:
+            raise StaleInterrupt(txn.thread_id, iid, ids)
+        if intr.kind != "input":
+            raise InvalidDecision(
+                txn.thread_id, f"interrupt {iid!r} is a review request; answer it with "
+                f"decisions=[...], not a value."
+            )
+        remaining = [i for i in remaining if i.id != iid]
+        if intr.tool_call_id is not None:
+            e = txn.s.journal[intr.tool_call_id]
             journal.append(e.model_copy(update={
-                "state": CallState.EXPIRED, "result": msg, "decided_by": "system:expiry",
-                "decision": {"type": "reject", "message": "no reviewer decided in time"},
-                "updated_at": now}))
-            audit.append(("expired", "system:expiry", e.tool_call_id, {
-                "interrupt_id": review.id, "name": e.name, "args": e.args,
-                "expires_at": c.config.expires_at, "on_expire": "reject"}))
-        left = [c for c in calls if c not in due]
-        pending = [i for i in self.t.pending if i.id != review.id]
-        if left:
-            req = HITLRequest(action_requests=[c.request for c in left],
-                              review_configs=[c.config for c in left])
-            pending.append(review.model_copy(update={"value": req.to_json()}))
-        await self.commit(journal=journal, audit=audit, pending=pending, hold_lease=False)
-        return True
+                "state": e.paused_from or CallState.APPROVED,
+                "answers": [*e.answers, value], "paused_from": None,
+                "updated_at": txn.now()}))
+        else:
+            assert hooks is not None
+            hooks = hooks.model_copy(update={"answers": [*hooks.answers, value]})
+            updates["hooks"] = hooks
+        audit.append(AuditItem(AuditKind.INPUT_ANSWERED, spec.actor, intr.tool_call_id,
+                               {"interrupt_id": iid, "value": value}))
+    left = {i.id for i in remaining}
+    resolved = [*txn.t.resolved, *(i.id for i in pending if i.id not in left)]
+    with txn.expect(lambda: InterruptConflict(txn.thread_id, spec.interrupt_id or ids[0])):
+        await txn.commit(journal=journal, audit=audit, pending=remaining, status="running",
+                         remembered=remembered, resolved=resolved[-RESOLVED_KEPT:], **updates)
+    txn.stored()
 
-    async def expire_and_continue(self) -> RunResult | None:
-        """Apply deadlines when the thread is touched. If that resolved every pending call,
-        the run continues first (the model gets the expiry results, the turn is closed in
-        order); returns that run's result, else None."""
-        if not await self.expire_due() or self.t.pending:
-            return None
-        await self.commit(status="running")
-        return await self.loop()
+
+def _apply_decisions(
+    txn: ThreadTxn,
+    deps: RunDeps,
+    review: Interrupt,
+    spec: ResumeSpec,
+    journal: list[JournalEntry],
+    audit: list[AuditItem],
+    remembered: list[RememberedApproval],
+) -> list[Interrupt]:
+    """Resolve the decisions for ``review``; returns what is left of it (nothing, or the
+    request narrowed to the calls still undecided)."""
+    calls = txn.review_calls(review)
+    decided = {
+        e.tool_call_id: e.state.value for e in txn.s.journal.values()
+        if e.state != CallState.PENDING_REVIEW
+    }
+    resolved = resolve_decisions(
+        txn.thread_id, calls, spec.decisions, tools=deps.tools_by_name,
+        allows_approve=deps.allows_approve, reviewer=spec.reviewer, decided=decided,
+    )
+    now = txn.now()
+    done: set[str] = set()
+    for r in resolved:
+        cid = r.call.request.tool_call_id
+        done.add(cid)
+        e = txn.s.journal[cid]
+        journal.append(_decided_entry(e, r, spec.actor, now))
+        d = r.decision
+        # the arguments are copied only when the reviewer changed them (before and after);
+        # otherwise the row names them by digest (the messages hold them)
+        row: dict[str, Any] = {"interrupt_id": review.id, "type": d.type, "name": e.name}
+        if isinstance(d, Edit):
+            row["args"] = e.args
+            row["edited_action"] = {"name": r.exec_name, "args": r.exec_args}
+        else:
+            row["args_sha256"] = digest(e.args)
+        for key in ("message", "remember"):
+            if getattr(d, key, None) is not None:
+                row[key] = getattr(d, key)
+        audit.append(AuditItem(AuditKind.DECISION, spec.actor, cid, row))
+        if isinstance(d, Approve) and d.remember == "thread" and not any(
+            x.tool_name == e.name for x in remembered
+        ):
+            remembered.append(RememberedApproval(
+                tool_name=e.name, created_at=now, created_by=spec.actor, tool_call_id=cid))
+            audit.append(AuditItem(AuditKind.RULE_CREATED, spec.actor, cid,
+                                   {"tool_name": e.name, "scope": "thread"}))
+    left = [c for c in calls if c.request.tool_call_id not in done]
+    narrowed = txn.replace_review(review, left)
+    return [i for i in narrowed if i.id == review.id]
+
+
+def _decided_entry(e: JournalEntry, r: ResolvedDecision, actor: str, now: datetime,
+                   ) -> JournalEntry:
+    d = r.decision
+    base: dict[str, Any] = {
+        "decision": DecisionRecord.model_validate(d.model_dump(mode="json", exclude_none=True)),
+        "decided_by": actor, "updated_at": now,
+    }
+    # what runs is stored only where it differs from what the model proposed
+    run = {"exec_name": r.exec_name if r.exec_name != e.name else None,
+           "exec_args": r.exec_args if r.exec_args != e.args else None}
+    if isinstance(d, Approve):
+        # approving a retry of an edited call (outcome unknown) still runs it as edited
+        edited = (r.exec_name, r.exec_args) != (e.name, e.args)
+        return e.model_copy(update={
+            **base, "state": CallState.EDITED if edited else CallState.APPROVED, **run})
+    if isinstance(d, Edit):
+        return e.model_copy(update={**base, "state": CallState.EDITED, **run})
+    if isinstance(d, Reject):
+        unknown = e.review is not None and e.review.reason == "outcome_unknown"
+        text = unknown_reject_text if unknown else reject_text
+        msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
+                          content=text(e.name, e.tool_call_id, d.message), decision="reject")
+        return e.model_copy(update={**base, "state": CallState.REJECTED, "result": msg})
+    assert isinstance(d, Respond)
+    msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="success",
+                      content=d.message, decision="respond")
+    return e.model_copy(update={**base, "state": CallState.RESPONDED, "result": msg})
+
+
+async def cancel(txn: ThreadTxn, reason: str | None, actor: str) -> None:
+    """Close every open call of the thread as cancelled; the thread goes idle."""
+    await txn.load()
+    t = txn.t
+    if not t.pending and t.turn is None:
+        raise NoPendingInterrupt(txn.thread_id)
+    now = txn.now()
+    updates: list[JournalEntry] = []
+    results: list[ToolMessage] = []
+    if t.turn is not None:
+        for call in txn.turn_message().tool_calls:
+            e = txn.s.journal.get(call.id)
+            if e is not None and e.state in FINAL_STATES and e.result is not None:
+                results.append(e.result)
+                continue
+            msg = ToolMessage(tool_call_id=call.id, name=call.name, status="error",
+                              content=cancel_text(call.name, call.id, reason), decision="cancel")
+            results.append(msg)
+            if e is not None:
+                updates.append(e.model_copy(update={
+                    "state": CallState.CANCELLED, "result": msg, "decided_by": actor,
+                    "updated_at": now}))
+    await txn.commit(
+        messages=results, journal=updates, turn=None, hooks=None, pending=[], status="idle",
+        hold_lease=False,
+        audit=[AuditItem(AuditKind.CANCELLED, actor, None,
+                         {"reason": reason, "calls": [e.tool_call_id for e in updates]})],
+    )
+
+
+async def expire_due(txn: ThreadTxn) -> bool:
+    """Resolve review calls past their deadline. Returns True if any expired."""
+    now = txn.now()
+    review = next((i for i in txn.t.pending if i.kind == "review"), None)
+    if review is None:
+        return False
+    calls = txn.review_calls(review)
+    due = [c for c in calls if c.config.expires_at is not None and c.config.expires_at <= now]
+    if not due:
+        return False
+    journal = []
+    audit: list[AuditItem] = []
+    for c in due:
+        e = txn.s.journal[c.request.tool_call_id]
+        msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
+                          content=expired_text(e.name, e.tool_call_id), decision="expire")
+        journal.append(e.model_copy(update={
+            "state": CallState.EXPIRED, "result": msg, "decided_by": "system:expiry",
+            "decision": DecisionRecord(type="reject", message="no reviewer decided in time"),
+            "updated_at": now}))
+        audit.append(AuditItem(AuditKind.EXPIRED, "system:expiry", e.tool_call_id, {
+            "interrupt_id": review.id, "name": e.name, "args": e.args,
+            "expires_at": c.config.expires_at, "on_expire": "reject"}))
+    left: list[PendingCall] = [c for c in calls if c not in due]
+    await txn.commit(journal=journal, audit=audit, pending=txn.replace_review(review, left),
+                     hold_lease=False)
+    return True
+
+
+async def revoke(txn: ThreadTxn, tool_name: str, actor: str) -> bool:
+    """Withdraw the remembered approval for ``tool_name``; False if there was none."""
+    await txn.load()
+    rules = [r for r in txn.t.remembered if r.tool_name != tool_name]
+    if len(rules) == len(txn.t.remembered):
+        return False
+    await txn.commit(remembered=rules, hold_lease=txn.t.status == "running",
+                     audit=[AuditItem(AuditKind.RULE_REVOKED, actor, None,
+                                      {"tool_name": tool_name, "scope": "thread"})])
+    return True

@@ -1,15 +1,24 @@
-"""Running tool calls under the journal: ``running`` before the call, the result with
-``succeeded`` / ``failed``; recovery of calls whose outcome is unknown."""
+"""Running tool calls under the journal: ``running`` is stored before the call, the result
+with ``succeeded`` / ``failed``; calls whose outcome is unknown after a crash are retried
+(idempotent tools) or put to a reviewer.
+
+While a tool runs, the run's lease is renewed. A cancelled run (``asyncio.wait_for`` timeout,
+Ctrl-C, server shutdown) does not abandon a running tool: it waits for it up to the agent's
+``tool_grace`` and stores its real outcome before the cancellation goes on. A tool still
+running after that keeps the thread (and its lease) until it ends, and its outcome is stored
+then, as long as the event loop runs.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import uuid
+import logging
 from collections.abc import Sequence
 from inspect import isawaitable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._run_base import AuditItem, RunBase
+from ._deps import RunDeps
 from ._texts import (
     RESULT_PREVIEW,
     SYSTEM,
@@ -17,152 +26,227 @@ from ._texts import (
     digest,
     edit_notice,
     idempotency_key,
-    public_interrupt,
+    unstorable_text,
 )
-from .errors import (
-    InterlockError,
-)
-from .events import (
-    InterruptRaised,
-    ToolFinished,
-    ToolStarted,
-)
+from ._txn import AuditItem, ThreadTxn
+from .audit import AuditKind
+from .decisions import PendingCall
+from .errors import InterlockError
+from .events import ToolFinished, ToolStarted
 from .hitl import ActionRequest, ReviewConfig
-from .interrupts import Interrupt, PauseRun, enter_scope, exit_scope
-from .messages import AssistantMessage, ToolCall, ToolMessage
-from .middleware import (
-    Middleware,
-    ToolCallHandler,
-    ToolCallRequest,
-)
-from .storage.base import (
-    FINAL_STATES,
-    CallState,
-    JournalEntry,
-)
+from .interrupts import PauseRun, enter_scope, exit_scope
+from .leases import local_run
+from .messages import AssistantMessage, ToolMessage
+from .middleware import BoundMiddleware, Middleware, ToolCallHandler, ToolCallRequest, bind
+from .storage.base import FINAL_STATES, CallState, JournalEntry, ReviewSettings
 from .tools import ArgumentError, ToolContext, ToolError, result_to_text
 
-if TYPE_CHECKING:
-    pass
+log = logging.getLogger("interlock")
 
 
+class ToolStillRunning(BaseException):
+    """Internal: the run was cancelled and a tool outlived ``tool_grace``; the thread stays
+    owned by this process until the tool ends (see :func:`execute`)."""
 
 
-class ExecutionSteps(RunBase):
-    async def handle_unknown(self, message: AssistantMessage) -> None:
-        """Calls whose outcome is unknown after a crash: retry idempotent tools, ask otherwise."""
-        unknown = [self.s.journal[c.id] for c in message.tool_calls
-                   if self.s.journal[c.id].state == CallState.UNKNOWN]
-        if not unknown:
-            return
-        now = self.now()
-        entries: list[JournalEntry] = []
-        audit: list[AuditItem] = []
-        reviews: list[tuple[ActionRequest, ReviewConfig]] = []
-        for e in unknown:
-            tool = self.agent.tools_by_name.get(e.exec_name or e.name)
-            if tool is not None and tool.idempotent:
-                entries.append(e.model_copy(update={
-                    "state": e.paused_from or self._runnable_state(e), "updated_at": now}))
-                audit.append(("retry_idempotent", SYSTEM, e.tool_call_id,
-                              {"name": tool.name, "attempts": e.attempts}))
-                continue
-            name = e.exec_name or e.name
-            args = e.exec_args if e.exec_args is not None else e.args
-            allowed: list[Any] = ["approve", "reject", "respond"]
+def runnable_state(e: JournalEntry) -> CallState:
+    """The approved state a call returns to (after an ``interrupt()`` or a crash)."""
+    if e.decision is not None and e.decision.type == "edit":
+        return CallState.EDITED
+    if e.decided_by and e.decided_by.startswith("rule:"):
+        return CallState.AUTO_APPROVED
+    return CallState.APPROVED
+
+
+async def handle_unknown(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage) -> None:
+    """Calls whose outcome is unknown after a crash: retry idempotent tools, ask otherwise."""
+    unknown = [txn.s.journal[c.id] for c in message.tool_calls
+               if txn.s.journal[c.id].state == CallState.UNKNOWN]
+    if not unknown:
+        return
+    now = txn.now()
+    entries: list[JournalEntry] = []
+    audit: list[AuditItem] = []
+    ask: list[PendingCall] = []
+    allowed: list[Any] = ["approve", "reject", "respond"]
+    for e in unknown:
+        call = e.effective
+        tool = deps.tools_by_name.get(call.name)
+        if tool is not None and tool.idempotent:
             entries.append(e.model_copy(update={
-                "state": CallState.PENDING_REVIEW, "updated_at": now,
-                "review": {"kind": "review", "allowed_decisions": allowed,
-                           "description": UNKNOWN_OUTCOME, "reason": "outcome_unknown"}}))
-            # the reviewer decides on what actually ran (the edited call, if it was edited)
-            reviews.append((
-                ActionRequest(tool_call_id=e.tool_call_id, name=name, args=args,
-                              description=f"{UNKNOWN_OUTCOME}. Tool: {name}\nArgs: "
-                              f"{json.dumps(args, ensure_ascii=False)}\napprove = run it again, "
-                              f"reject = do not run it again, respond = give the result you "
-                              f"know.", reason="outcome_unknown"),
-                ReviewConfig(action_name=name, allowed_decisions=allowed,
-                             args_schema=self._schema(name)),
-            ))
-        pending = list(self.t.pending)
-        new_intr = self._merge_review(pending, reviews)
-        if new_intr is not None:
-            audit.append(("request_raised", SYSTEM, None, {
-                "interrupt_id": new_intr.id, "reason": "outcome_unknown",
-                "calls": [{"tool_call_id": a.tool_call_id, "name": a.name,
-                           "args_sha256": digest(a.args)} for a, _ in reviews]}))
-            pending = [i for i in pending if i.kind != "review"] + [new_intr]
-        await self.commit(journal=entries, audit=audit, pending=pending)
-        if new_intr is not None:
-            await self.emit(InterruptRaised(self.thread_id, public_interrupt(new_intr)))
+                "state": e.paused_from or runnable_state(e), "updated_at": now}))
+            audit.append(AuditItem(AuditKind.RETRY_IDEMPOTENT, SYSTEM, e.tool_call_id,
+                                   {"name": tool.name, "attempts": e.attempts}))
+            continue
+        entries.append(e.model_copy(update={
+            "state": CallState.PENDING_REVIEW, "updated_at": now,
+            "review": ReviewSettings(allowed_decisions=allowed, description=UNKNOWN_OUTCOME,
+                                     reason="outcome_unknown")}))
+        # the reviewer decides on what actually ran (the edited call, if it was edited)
+        ask.append(PendingCall(
+            ActionRequest(tool_call_id=e.tool_call_id, name=call.name, args=call.args,
+                          description=f"{UNKNOWN_OUTCOME}. Tool: {call.name}\nArgs: "
+                          f"{json.dumps(call.args, ensure_ascii=False)}\napprove = run it again, "
+                          f"reject = do not run it again, respond = give the result you know.",
+                          reason="outcome_unknown"),
+            ReviewConfig(action_name=call.name, allowed_decisions=allowed,
+                         args_schema=deps.schema(call.name)),
+        ))
+    txn.stage(journal=entries, audit=audit)
+    txn.raise_review(ask, reason="outcome_unknown")
+    await txn.flush()
 
-    @staticmethod
-    def _runnable_state(e: JournalEntry) -> CallState:
-        if e.decision and e.decision.get("type") == "edit":
-            return CallState.EDITED
-        if e.decided_by and e.decided_by.startswith("rule:"):
-            return CallState.AUTO_APPROVED
-        return CallState.APPROVED
 
-    async def execute(self, e: JournalEntry) -> None:
-        name = e.exec_name or e.name
-        args = e.exec_args if e.exec_args is not None else e.args
-        original = ToolCall(id=e.tool_call_id, name=e.name, args=e.args)
-        call = ToolCall(id=e.tool_call_id, name=name, args=args)
-        edited = e.state == CallState.EDITED
-        attempt = e.attempts + 1
-        running = e.model_copy(update={"state": CallState.RUNNING, "attempts": attempt,
-                                       "paused_from": e.state, "updated_at": self.now()})
-        await self.commit(journal=[running], audit=[("tool_started", SYSTEM, e.tool_call_id, {
-            "name": name, "args_sha256": digest(args), "attempt": attempt})])
-        await self.emit(ToolStarted(self.thread_id, call))
-        tool = self.agent.tools_by_name.get(name)
-        request = ToolCallRequest(
-            thread_id=self.thread_id, call=call, original=original, tool=tool,
-            context=ToolContext(thread_id=self.thread_id, tool_call_id=e.tool_call_id,
-                                idempotency_key=idempotency_key(self.thread_id, e.tool_call_id),
-                                attempt=attempt),
-        )
-        token = enter_scope(e.answers)
+async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
+    """Run one approved call: ``running`` (stored), the tool, its result (stored; when it is the
+    turn's last open call, with the tool messages that close the turn)."""
+    call = e.effective
+    attempt = e.attempts + 1
+    running = e.model_copy(update={"state": CallState.RUNNING, "attempts": attempt,
+                                   "paused_from": e.state, "updated_at": txn.now()})
+    await txn.commit(journal=[running], audit=[AuditItem(
+        AuditKind.TOOL_STARTED, SYSTEM, e.tool_call_id,
+        {"name": call.name, "args_sha256": digest(call.args), "attempt": attempt})])
+    await txn.emit(ToolStarted(txn.thread_id, call))
+    request = ToolCallRequest(
+        thread_id=txn.thread_id, call=call,
+        original=e.proposed,
+        tool=deps.tools_by_name.get(call.name),
+        context=ToolContext(thread_id=txn.thread_id, tool_call_id=e.tool_call_id,
+                            idempotency_key=idempotency_key(txn.thread_id, e.tool_call_id),
+                            attempt=attempt),
+    )
+    token = enter_scope(e.answers)
+    try:
+        tool_task = asyncio.ensure_future(deps.tool_handler(request))
+    finally:
+        exit_scope(token)
+    try:
+        async with txn.keep_lease():
+            msg = await _outcome(txn, deps, tool_task)
+    except PauseRun as pause:
+        waiting = running.model_copy(update={"state": CallState.INTERRUPTED,
+                                             "paused_from": e.state, "updated_at": txn.now()})
+        txn.stage(journal=[waiting])
+        txn.raise_question(pause.value, origin="tool", tool_call_id=e.tool_call_id)
+        await txn.flush()
+        return
+    except asyncio.CancelledError:
+        if tool_task.done() and not tool_task.cancelled():
+            # the tool finished within the grace period: its real outcome is stored first
+            await _store_result(txn, running, _settle(tool_task, running))
+        raise
+    await _store_result(txn, running, msg)
+
+
+async def _outcome(txn: ThreadTxn, deps: RunDeps, tool_task: asyncio.Future[ToolMessage],
+                   ) -> ToolMessage:
+    """The tool's result. When the run is cancelled meanwhile, wait (bounded) for the tool
+    before the cancellation goes on; a tool that outlives the bound keeps the thread."""
+    try:
+        return await asyncio.shield(tool_task)
+    except asyncio.CancelledError:
+        # an async tool is cancelled at its next await; a sync tool in its worker thread
+        # cannot be, and its call returns when the function does (see Tool.run)
+        tool_task.cancel()
+        if not tool_task.done():
+            await asyncio.wait({tool_task}, timeout=deps.tool_grace.total_seconds())
+        if not tool_task.done():
+            _finish_later(txn, tool_task)
+            raise ToolStillRunning() from None
+        raise
+
+
+def _settle(task: asyncio.Future[ToolMessage], running: JournalEntry) -> ToolMessage:
+    """A finished tool task's message (a handler that raised becomes an error result)."""
+    exc = task.exception()
+    if exc is None:
+        return task.result()
+    name = running.effective.name
+    what = "asked a question (interrupt())" if isinstance(exc, PauseRun) else \
+        f"failed: {type(exc).__name__}: {exc}"
+    return ToolMessage(tool_call_id=running.tool_call_id, name=name, status="error",
+                       content=f"Tool {name!r} {what} while its run was being cancelled.")
+
+
+def _finish_later(txn: ThreadTxn, tool_task: asyncio.Future[ToolMessage]) -> None:
+    """The run is going away but its tool still runs: keep the thread owned by this process
+    (and the lease renewed) until the tool ends, then store its outcome and release it."""
+    thread_id = txn.thread_id
+    entry = next((x for x in txn.s.journal.values() if x.state == CallState.RUNNING), None)
+    if entry is None:  # pragma: no cover - execute stored it just before
+        return
+    hold = local_run(thread_id)
+    hold.__enter__()
+
+    async def finish() -> None:
         try:
-            msg = await self.agent.tool_handler(request)
-        except PauseRun as pause:
-            intr = Interrupt(id=uuid.uuid4().hex, kind="input", value=pause.value,
-                             created_at=self.now(), tool_call_id=e.tool_call_id, origin="tool")
-            waiting = running.model_copy(update={"state": CallState.INTERRUPTED,
-                                                 "paused_from": e.state,
-                                                 "updated_at": self.now()})
-            await self.commit(journal=[waiting], pending=[*self.t.pending, intr], audit=[
-                ("input_requested", SYSTEM, e.tool_call_id,
-                 {"interrupt_id": intr.id, "origin": "tool", "value": pause.value})])
-            await self.emit(InterruptRaised(self.thread_id, public_interrupt(intr)))
-            return
+            async with txn.keep_lease():
+                await asyncio.wait({tool_task})
+            if tool_task.cancelled():
+                return
+            msg = _settle(tool_task, entry)
+            await _store_result(txn, entry, msg)
+            await txn.commit(status="failed", error="The run was cancelled while a tool ran; "
+                             "the tool's result is stored. Recover the thread to continue.",
+                             hold_lease=False)
+        except BaseException as exc:  # logged; recovery takes over
+            log.warning("thread %r: storing the result of a tool that outlived its cancelled "
+                        "run failed: %s", thread_id, exc)
         finally:
-            exit_scope(token)
+            hold.__exit__(None, None, None)
+
+    task = asyncio.get_running_loop().create_task(finish(), name=f"interlock-finish:{thread_id}")
+    _FINISHING.add(task)
+    task.add_done_callback(_FINISHING.discard)
+
+
+_FINISHING: set[asyncio.Task[None]] = set()
+"""Tasks storing the outcome of tools whose run was cancelled (kept referenced)."""
+
+
+async def _store_result(txn: ThreadTxn, running: JournalEntry, msg: ToolMessage) -> None:
+    call = running.effective
+    edited = running.paused_from == CallState.EDITED
+    content = msg.content
+    problem = _not_unicode(content)
+    if problem is not None:
+        msg = ToolMessage(tool_call_id=running.tool_call_id, name=call.name, status="error",
+                          content=unstorable_text(call.name, problem))
         content = msg.content
-        if edited:
-            content = edit_notice(name, args) + content
-        msg = ToolMessage(tool_call_id=e.tool_call_id, name=name, content=content,
-                          status=msg.status, decision="edit" if edited else msg.decision)
-        state = CallState.SUCCEEDED if msg.status == "success" else CallState.FAILED
-        done = running.model_copy(update={"state": state, "result": msg, "paused_from": None,
-                                          "updated_at": self.now()})
-        # When this was the last open call of the turn, the tool messages are appended and the
-        # turn is closed in the same commit as the result (advance_turn would do it next).
-        calls = self._turn_message().tool_calls
-        entries = [done if c.id == e.tool_call_id else self.s.journal[c.id] for c in calls]
-        close: dict[str, Any] = {}
-        if all(x.state in FINAL_STATES and x.result is not None for x in entries):
-            close = {"messages": [x.result for x in entries], "turn": None, "hooks": None}
-        await self.commit(journal=[done], audit=[("tool_finished", SYSTEM, e.tool_call_id, {
-            "name": name, "status": msg.status, "result": msg.content[:RESULT_PREVIEW],
-            "result_chars": len(msg.content), "result_sha256": digest(msg.content)})], **close)
-        await self.emit(ToolFinished(self.thread_id, msg))
+    if edited:
+        content = edit_notice(call.name, call.args) + content
+    msg = ToolMessage(tool_call_id=running.tool_call_id, name=call.name, content=content,
+                      status=msg.status, decision="edit" if edited else msg.decision)
+    state = CallState.SUCCEEDED if msg.status == "success" else CallState.FAILED
+    done = running.model_copy(update={"state": state, "result": msg, "paused_from": None,
+                                      "updated_at": txn.now()})
+    # When this was the last open call of the turn, the tool messages are appended and the
+    # turn is closed in the same commit as the result (advance_turn would do it next).
+    calls = txn.turn_message().tool_calls
+    entries = [done if c.id == running.tool_call_id else txn.s.journal[c.id] for c in calls]
+    close: dict[str, Any] = {}
+    if all(x.state in FINAL_STATES and x.result is not None for x in entries):
+        close = {"messages": [x.result for x in entries], "turn": None, "hooks": None}
+    await txn.commit(journal=[done], audit=[AuditItem(
+        AuditKind.TOOL_FINISHED, SYSTEM, running.tool_call_id,
+        {"name": call.name, "status": msg.status, "result": msg.content[:RESULT_PREVIEW],
+         "result_chars": len(msg.content), "result_sha256": digest(msg.content)})], **close)
+    await txn.emit(ToolFinished(txn.thread_id, msg))
 
 
-def middleware_name(mw: object) -> str:
-    name = getattr(mw, "name", None)
-    return name if isinstance(name, str) else type(mw).__name__
+def _not_unicode(text: str) -> str | None:
+    """Why ``text`` cannot be stored (None: it can)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"the text is not valid Unicode: {exc.reason} at position {exc.start}"
+    return None
+
+
+def _unstorable_value(name: str, call_id: str, exc: Exception) -> ToolMessage:
+    return ToolMessage(tool_call_id=call_id, name=name, status="error",
+                       content=unstorable_text(name, f"{type(exc).__name__}: {exc}"))
 
 
 async def invoke_tool(request: ToolCallRequest) -> ToolMessage:
@@ -190,18 +274,24 @@ async def invoke_tool(request: ToolCallRequest) -> ToolMessage:
     except Exception as exc:
         return ToolMessage(tool_call_id=call.id, name=call.name, status="error",
                            content=f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}")
-    return ToolMessage(tool_call_id=call.id, name=call.name, content=result_to_text(value))
+    try:
+        text = result_to_text(value)
+    except Exception as exc:  # the tool finished; its value cannot be shown or stored
+        return _unstorable_value(call.name, call.id, exc)
+    return ToolMessage(tool_call_id=call.id, name=call.name, content=text)
 
 
-def build_tool_handler(middleware: Sequence[object]) -> ToolCallHandler:
+def build_tool_handler(middleware: Sequence[BoundMiddleware | object]) -> ToolCallHandler:
     """Compose ``wrap_tool_call`` hooks, the first middleware outermost."""
     handler: ToolCallHandler = invoke_tool
     for mw in reversed(middleware):
-        wrap = getattr(mw, "wrap_tool_call", None)
-        if wrap is None or getattr(type(mw), "wrap_tool_call", None) is Middleware.wrap_tool_call:
-            continue  # no hook, or the base class's pass-through
+        bound = mw if isinstance(mw, BoundMiddleware) else bind(mw, None)
+        wrap = bound.wrap_tool_call
+        if wrap is None or getattr(type(bound.obj), "wrap_tool_call", None) is \
+                Middleware.wrap_tool_call:
+            continue  # no hook, or the protocol's pass-through
 
-        def make(w: Any, nxt: ToolCallHandler, owner: object = mw) -> ToolCallHandler:
+        def make(w: Any, nxt: ToolCallHandler, owner: object = bound.obj) -> ToolCallHandler:
             async def h(req: ToolCallRequest) -> ToolMessage:
                 out = w(req, nxt)
                 result = await out if isawaitable(out) else out

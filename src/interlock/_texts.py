@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .hitl import HITLRequest
 from .interrupts import Interrupt
-
-if TYPE_CHECKING:
-    pass
-
-
 
 SYSTEM = "system"
 
@@ -49,6 +44,15 @@ def expired_text(name: str, call_id: str) -> str:
 
 
 UNKNOWN_OUTCOME = "outcome unknown: the process stopped while this call ran"
+
+
+def unstorable_text(name: str, problem: str) -> str:
+    """Result of a call that finished but whose return value cannot be stored."""
+    return (
+        f"The tool `{name}` finished, but its result could not be stored ({problem}). The call "
+        f"ran once and is not repeated; its result is not available. Make the tool return "
+        f"text, JSON-compatible data or a pydantic model."
+    )
 
 
 def unknown_reject_text(name: str, call_id: str, message: str | None) -> str:

@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ._engine import ResumeSpec, Run, build_tool_handler, public_interrupt
+from . import _decide, _loop
+from ._decide import ResumeSpec
+from ._deps import RunDeps
+from ._engine import Step, T, perform
+from ._execute import build_tool_handler
 from ._sync import iterate_blocking, run_blocking
+from ._texts import public_interrupt
+from ._txn import Sink, ThreadTxn
 from .audit import AuditProblem, verify_chain
 from .decisions import Reviewer
-from .errors import ConfigurationError, InterlockError, ThreadNotFound
+from .errors import ConfigurationError, InterlockError, ThreadBusy, ThreadNotFound
 from .events import Event, RunCompleted
+from .integrations import expand_tools
 from .interrupts import Interrupt
-from .leases import ACTIVE, process_owner
+from .leases import owner_alive, process_owner
 from .messages import MESSAGE_ADAPTER, Message, UserMessage
-from .models.base import Model, resolve_model
+from .middleware import bind
+from .models.base import Model
+from .models.resolve import resolve_model
+from .paging import iter_threads
 from .result import RunResult
 from .storage.base import (
     AuditRecord,
@@ -29,7 +38,7 @@ from .storage.base import (
     ThreadRecord,
 )
 from .storage.memory import MemoryCheckpointer
-from .tools import Tool, ToolSource, expand_tools
+from .tools import Tool, ToolSource
 
 log = logging.getLogger("interlock")
 
@@ -112,6 +121,7 @@ class Agent:
         system_prompt: str | None = None,
         max_turns: int = 25,
         lease: timedelta = timedelta(minutes=5),
+        tool_grace: timedelta = timedelta(seconds=30),
         clock: Callable[[], datetime] | None = None,
         name: str = "agent",
     ) -> None:
@@ -129,15 +139,7 @@ class Agent:
         self.middleware: list[object] = list(middleware)
         if len({id(m) for m in self.middleware}) != len(self.middleware):
             raise ConfigurationError("The same middleware instance is listed twice.")
-        for mw in self.middleware:
-            if not (hasattr(mw, "after_model") or hasattr(mw, "wrap_tool_call")):
-                raise ConfigurationError(
-                    f"{mw!r} is not middleware: it needs after_model(turn) and/or "
-                    f"wrap_tool_call(request, call_next)."
-                )
-            validate = getattr(mw, "validate_tools", None)
-            if validate is not None:
-                validate(list(self.tools_by_name))
+        self._bound = [bind(mw, list(self.tools_by_name)) for mw in self.middleware]
         if checkpointer is None:
             checkpointer = MemoryCheckpointer()
             log.info("Agent %r: no checkpointer given, using MemoryCheckpointer (not durable)",
@@ -148,10 +150,13 @@ class Agent:
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.lease = lease
+        if tool_grace < timedelta(0):
+            raise ConfigurationError("tool_grace must not be negative.")
+        self.tool_grace = tool_grace
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
         self.name = name
         self.owner = process_owner()
-        self.tool_handler = build_tool_handler(self.middleware)
+        self.tool_handler = build_tool_handler(self._bound)
 
     def __repr__(self) -> str:
         return (
@@ -161,33 +166,46 @@ class Agent:
 
     def allows_approve(self, tool_name: str) -> bool:
         """Whether every review policy lets ``tool_name`` be approved (for cross-tool edits)."""
-        return all(
-            m.allows_approve(tool_name)
-            for m in self.middleware
-            if hasattr(m, "allows_approve")
-        )
+        return self._deps().allows_approve(tool_name)
 
     # ------------------------------------------------------------------ running
 
-    @contextmanager
-    def _active(self, thread_id: str) -> Iterator[None]:
-        if not isinstance(thread_id, str) or not thread_id:
-            raise ConfigurationError("thread_id must be a non-empty string.")
-        ACTIVE.add(thread_id)
-        try:
-            yield
-        finally:
-            ACTIVE.discard(thread_id)
+    def _deps(self) -> RunDeps:
+        return RunDeps(
+            model=self.model, tools=self.tools, tools_by_name=self.tools_by_name,
+            middleware=self._bound, tool_handler=self.tool_handler,
+            system_prompt=self.system_prompt, max_turns=self.max_turns, lease=self.lease,
+            clock=self.clock, owner=self.owner, tool_grace=self.tool_grace,
+        )
 
-    async def _dispatch(self, run: Run, input: Any, thread_id: str) -> RunResult:
-        with self._active(thread_id):
-            if isinstance(input, Command):
-                return await run.resume(ResumeSpec(command=input.resume, has_command=True))
-            return await run.start(_coerce_input(input))
+    async def _perform(
+        self, thread_id: str, step: Callable[[ThreadTxn, RunDeps], Awaitable[T]], *,
+        sink: Sink | None = None, on_stored: Callable[[], None] | None = None,
+    ) -> T:
+        """Every operation on a thread goes through the engine's one entry."""
+        deps = self._deps()
+        bound: Step[T] = lambda txn: step(txn, deps)  # noqa: E731
+        return await perform(self.checkpointer, deps, thread_id, bound, sink=sink,
+                             on_stored=on_stored)
 
-    async def ainvoke(self, input: Any, *, thread_id: str) -> RunResult:
-        """Send a user message (or a ``Command``) and run until the answer or a pause."""
-        return await self._dispatch(Run(self, thread_id), input, thread_id)
+    async def ainvoke(
+        self, input: Any, *, thread_id: str, on_stored: Callable[[], None] | None = None,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
+    ) -> RunResult:
+        """Send a user message (or a ``Command``) and run until the answer or a pause.
+
+        ``on_stored`` is called once the message (or the resume) is durably stored, before the
+        run goes on (the review server answers its HTTP request then); ``on_event`` receives
+        the run's events as :meth:`astream` yields them (without the final ``RunCompleted``)."""
+        if isinstance(input, Command):
+            spec = ResumeSpec(command=input.resume, has_command=True)
+            return await self._perform(
+                thread_id, lambda txn, deps: _loop.resume(txn, deps, spec), sink=on_event,
+                on_stored=on_stored)
+        messages = _coerce_input(input)
+        return await self._perform(
+            thread_id, lambda txn, deps: _loop.start(txn, deps, messages), sink=on_event,
+            on_stored=on_stored)
 
     async def aresume(
         self,
@@ -197,6 +215,9 @@ class Agent:
         value: Any = _UNSET,
         interrupt_id: str | None = None,
         reviewer: Reviewer | str | None = None,
+        actor: str | None = None,
+        on_stored: Callable[[], None] | None = None,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
     ) -> RunResult:
         """Answer the pending request and continue the run.
 
@@ -204,18 +225,23 @@ class Agent:
         ``{tool_call_id: decision}`` (any subset; the rest stay pending). A decision is a dict
         (``{"type": "approve"}``, LangChain shapes) or ``Approve()``, ``Edit(...)``, ...
         ``value``: the answer to a pending ``interrupt(...)``.
+        ``reviewer``: who decides (a :class:`Reviewer` with roles, or an id); ``actor``: the
+        name recorded in the audit log when it differs from the reviewer's id (default: the
+        reviewer's id, ``local`` without one).
+        ``on_stored`` / ``on_event``: as for :meth:`ainvoke` — ``on_stored`` is called once the
+        decisions are durably stored, even if the run then fails.
         """
-        rv, actor = _reviewer(reviewer)
-        spec = ResumeSpec(decisions=decisions, value=None if value is _UNSET else value,
-                          has_value=value is not _UNSET, interrupt_id=interrupt_id,
-                          reviewer=rv, actor=actor)
+        rv, who = _reviewer(reviewer)
         if decisions is None and value is _UNSET:
             raise ConfigurationError(
                 f"resume({thread_id!r}) needs decisions=[...] for a review request or value=... "
                 f"for an interrupt() question."
             )
-        with self._active(thread_id):
-            return await Run(self, thread_id).resume(spec)
+        spec = ResumeSpec(decisions=decisions, value=None if value is _UNSET else value,
+                          has_value=value is not _UNSET, interrupt_id=interrupt_id,
+                          reviewer=rv, actor=actor or who)
+        return await self._perform(thread_id, lambda txn, deps: _loop.resume(txn, deps, spec),
+                                   sink=on_event, on_stored=on_stored)
 
     async def astream(self, input: Any, *, thread_id: str) -> AsyncIterator[Event]:
         """Like :meth:`ainvoke` (a ``Command`` resumes), yielding events as they happen.
@@ -227,7 +253,7 @@ class Agent:
 
         async def work() -> RunResult:
             try:
-                return await self._dispatch(Run(self, thread_id, sink), input, thread_id)
+                return await self.ainvoke(input, thread_id=thread_id, on_event=sink)
             finally:
                 await queue.put(None)
 
@@ -247,8 +273,28 @@ class Agent:
     async def arecover(self, thread_id: str) -> RunResult:
         """Continue a thread that stopped mid-run (crash, failed model call). Calls that had
         finished are never repeated; see the journal semantics in the docs."""
-        with self._active(thread_id):
-            return await Run(self, thread_id).recover()
+        return await self._perform(thread_id, _loop.recover)
+
+    async def arecover_stale(self) -> list[RunResult]:
+        """Recover every thread whose run stopped because its process is gone (status
+        ``running``, owner dead or lease expired): each continues, or pauses with an
+        "outcome unknown" request where the journal requires one. Threads still advanced by a
+        live process are left alone. ``interlock serve`` runs this at start and periodically;
+        ``interlock recover`` runs it once."""
+        now = self.clock()
+        stale = [r.thread_id async for r in iter_threads(
+            self.checkpointer.list_threads, status="running")
+            if not (r.lease_owner and owner_alive(r.lease_owner, r.lease_until, now,
+                                                  r.thread_id))]
+        results: list[RunResult] = []
+        for thread_id in stale:
+            try:
+                results.append(await self.arecover(thread_id))
+            except ThreadBusy:
+                continue  # taken over (or resumed) by someone else meanwhile
+            except InterlockError as exc:
+                log.warning("recovery of thread %r stopped: %s", thread_id, exc)
+        return results
 
     async def acancel(
         self, thread_id: str, *, reason: str | None = None,
@@ -256,8 +302,12 @@ class Agent:
     ) -> RunResult:
         """Close every pending call with a "cancelled by reviewer" result; the thread goes idle."""
         _, actor = _reviewer(reviewer)
-        with self._active(thread_id):
-            return await Run(self, thread_id).cancel(reason, actor)
+
+        async def step(txn: ThreadTxn, deps: RunDeps) -> RunResult:
+            await _decide.cancel(txn, reason, actor)
+            return txn.result()
+
+        return await self._perform(thread_id, step)
 
     async def aexpire_due(self) -> list[RunResult]:
         """Apply ``expires_after`` deadlines on every thread with a request past its deadline
@@ -272,18 +322,13 @@ class Agent:
                 break
             for thread_id in due:
                 tried.add(thread_id)
-                with self._active(thread_id):
-                    run = Run(self, thread_id)
-                    try:
-                        await run.load()
-                        if await run.expire_due():
-                            if run.t.pending:
-                                results.append(run.result_now())
-                            else:
-                                await run.commit(status="running")
-                                results.append(await run.loop())
-                    except InterlockError as exc:
-                        log.warning("expiry of thread %r skipped: %s", thread_id, exc)
+                try:
+                    result = await self._perform(thread_id, _loop.expire)
+                except InterlockError as exc:
+                    log.warning("expiry of thread %r skipped: %s", thread_id, exc)
+                    continue
+                if result is not None:
+                    results.append(result)
         return results
 
     # ------------------------------------------------------------------ reading
@@ -302,9 +347,19 @@ class Agent:
         )
 
     async def alist_threads(
-        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
+        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
+        before_id: str | None = None,
     ) -> list[ThreadRecord]:
-        return await self.checkpointer.list_threads(status=status, limit=limit, before=before)
+        """Threads, newest first; page with ``before`` / ``before_id`` = the last row's
+        ``updated_at`` / ``thread_id`` (see :mod:`interlock.paging`)."""
+        return await self.checkpointer.list_threads(status=status, limit=limit, before=before,
+                                                    before_id=before_id)
+
+    async def aiter_threads(self, *, status: str | None = None,
+                            page: int = 200) -> AsyncIterator[ThreadRecord]:
+        """Every thread (with ``status``), newest first, fetched ``page`` rows at a time."""
+        async for row in iter_threads(self.checkpointer.list_threads, status=status, page=page):
+            yield row
 
     async def ajournal(self, thread_id: str) -> list[JournalEntry]:
         return await self.checkpointer.journal(thread_id)
@@ -318,16 +373,8 @@ class Agent:
     ) -> bool:
         """Withdraw the remembered approval for ``tool_name``; returns False if there was none."""
         _, actor = _reviewer(reviewer)
-        with self._active(thread_id):
-            run = Run(self, thread_id)
-            await run.load()
-            rules = [r for r in run.t.remembered if r.tool_name != tool_name]
-            if len(rules) == len(run.t.remembered):
-                return False
-            await run.commit(remembered=rules, hold_lease=run.t.status == "running",
-                             audit=[("rule_revoked", actor, None,
-                                     {"tool_name": tool_name, "scope": "thread"})])
-            return True
+        return await self._perform(
+            thread_id, lambda txn, deps: _decide.revoke(txn, tool_name, actor))
 
     async def aaudit(
         self, thread_id: str | None = None, *, after_id: int = 0, limit: int = 1000
@@ -353,14 +400,9 @@ class Agent:
             if snap is not None:
                 heads[thread_id] = (snap.thread.audit_seq, snap.thread.audit_hash)
         else:
-            before: datetime | None = None
-            while True:
-                rows = await self.checkpointer.list_threads(limit=1000, before=before)
-                heads.update((r.thread_id, (r.audit_seq, r.audit_hash))
-                             for r in rows if r.audit_seq)
-                if len(rows) < 1000:
-                    break
-                before = rows[-1].updated_at
+            async for row in iter_threads(self.checkpointer.list_threads, page=1000):
+                if row.audit_seq:
+                    heads[row.thread_id] = (row.audit_seq, row.audit_hash)
         threads = [thread_id] if thread_id is not None else sorted(set(records) | set(heads))
         problems: list[AuditProblem] = []
         for tid in threads:
@@ -369,17 +411,21 @@ class Agent:
 
     # ------------------------------------------------------------------ sync wrappers
 
-    def invoke(self, input: Any, *, thread_id: str) -> RunResult:
+    def invoke(self, input: Any, *, thread_id: str,
+               on_stored: Callable[[], None] | None = None) -> RunResult:
         """Sync form of :meth:`ainvoke`."""
-        return run_blocking(self.ainvoke(input, thread_id=thread_id), "invoke")
+        return run_blocking(self.ainvoke(input, thread_id=thread_id, on_stored=on_stored),
+                            "invoke")
 
     def resume(
         self, thread_id: str, decisions: Any = None, *, value: Any = _UNSET,
         interrupt_id: str | None = None, reviewer: Reviewer | str | None = None,
+        actor: str | None = None, on_stored: Callable[[], None] | None = None,
     ) -> RunResult:
         """Sync form of :meth:`aresume`."""
         return run_blocking(self.aresume(thread_id, decisions, value=value,
-                                         interrupt_id=interrupt_id, reviewer=reviewer), "resume")
+                                         interrupt_id=interrupt_id, reviewer=reviewer,
+                                         actor=actor, on_stored=on_stored), "resume")
 
     def stream(self, input: Any, *, thread_id: str) -> Iterator[Event]:
         """Sync form of :meth:`astream`."""
@@ -387,6 +433,10 @@ class Agent:
 
     def recover(self, thread_id: str) -> RunResult:
         return run_blocking(self.arecover(thread_id), "recover")
+
+    def recover_stale(self) -> list[RunResult]:
+        """Sync form of :meth:`arecover_stale`."""
+        return run_blocking(self.arecover_stale(), "recover_stale")
 
     def cancel(self, thread_id: str, *, reason: str | None = None,
                reviewer: Reviewer | str | None = None) -> RunResult:
@@ -399,9 +449,15 @@ class Agent:
         return run_blocking(self.aget_thread(thread_id), "get_thread")
 
     def list_threads(self, *, status: str | None = None, limit: int = 50,
-                     before: datetime | None = None) -> list[ThreadRecord]:
-        return run_blocking(self.alist_threads(status=status, limit=limit, before=before),
-                            "list_threads")
+                     before: datetime | None = None,
+                     before_id: str | None = None) -> list[ThreadRecord]:
+        return run_blocking(self.alist_threads(status=status, limit=limit, before=before,
+                                               before_id=before_id), "list_threads")
+
+    def iter_threads(self, *, status: str | None = None, page: int = 200,
+                     ) -> Iterator[ThreadRecord]:
+        """Sync form of :meth:`aiter_threads`."""
+        return iterate_blocking(self.aiter_threads(status=status, page=page), "iter_threads")
 
     def journal(self, thread_id: str) -> list[JournalEntry]:
         return run_blocking(self.ajournal(thread_id), "journal")

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -16,6 +17,33 @@ from pydantic_core import to_jsonable_python
 from .storage.base import AuditRecord
 
 GENESIS = "0" * 64
+
+
+class AuditKind(StrEnum):
+    """Every kind of audit row interlock writes (``AuditRecord.kind`` holds the value)."""
+
+    REQUEST_RAISED = "request_raised"
+    """A review request was created (or grew) for gated calls."""
+    DECISION = "decision"
+    """A reviewer decided one call (approve / edit / reject / respond)."""
+    RULE_CREATED = "rule_created"
+    """An "approve and remember" decision created a standing approval."""
+    RULE_REVOKED = "rule_revoked"
+    AUTO_APPROVED = "auto_approved"
+    """A call ran without review because a rule or middleware approved it."""
+    REJECTED_BY_POLICY = "rejected_by_policy"
+    INPUT_REQUESTED = "input_requested"
+    """A tool or hook called ``interrupt()``."""
+    INPUT_ANSWERED = "input_answered"
+    TOOL_STARTED = "tool_started"
+    TOOL_FINISHED = "tool_finished"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+    """A call was ``running`` when its process stopped."""
+    RETRY_IDEMPOTENT = "retry_idempotent"
+    RECOVERED = "recovered"
+    """A run whose owner was gone was taken over."""
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 """The encoder of the hashed form (built once: ``json.dumps`` with options builds one per call)."""

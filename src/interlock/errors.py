@@ -132,13 +132,18 @@ class InterruptConflict(ConcurrencyError):
 class ThreadBusy(ConcurrencyError):
     """Another live process is advancing the thread."""
 
-    def __init__(self, thread_id: str, owner: str) -> None:
-        super().__init__(
-            f"Thread {thread_id!r} is being advanced by another process ({owner}). Wait for "
-            f"that run to finish (or for its lease to expire if it died) and try again."
-        )
+    def __init__(self, thread_id: str, owner: str, *, here: bool = False) -> None:
+        if here:
+            text = (f"Thread {thread_id!r} is being advanced by another run in this process "
+                    f"({owner}). Wait for that run to finish and try again.")
+        else:
+            text = (f"Thread {thread_id!r} is being advanced by another process ({owner}). "
+                    f"Wait for that run to finish (or for its lease to expire if it died) and "
+                    f"try again.")
+        super().__init__(text)
         self.thread_id = thread_id
         self.owner = owner
+        self.here = here
 
 
 class RunLimitExceeded(InterlockError):
@@ -160,4 +165,7 @@ class NotAuthorized(InterlockError, PermissionError):
 
 
 class StorageError(InterlockError):
-    """The checkpointer cannot be used (schema version, corruption, connection)."""
+    """The checkpointer could not read or store something: the message names the cause (disk
+    full, database locked or read-only, server unreachable, schema newer than this code, a
+    value it cannot encode) and what to do. A run that hits it stops; its thread is recovered
+    by the next call on it (see docs/durability.md)."""

@@ -54,6 +54,11 @@ class HITLRequest(BaseModel):
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
 
+    @classmethod
+    def of(cls, value: Any) -> HITLRequest:
+        """The request of a review interrupt's ``value`` (stored JSON or already typed)."""
+        return value if isinstance(value, cls) else cls.model_validate(value)
+
 
 DescriptionFn = Callable[..., str]
 """``(call, turn) -> str`` (``call`` is a :class:`ToolCall`), or LangChain's

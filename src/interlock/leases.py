@@ -1,25 +1,56 @@
 """Who is advancing a thread right now, and whether that process is still alive.
 
 While a run advances a thread, the thread row carries ``lease_owner`` ("host|pid|nonce") and
-``lease_until``. Another process may take the thread over (and recover it) once the lease has
-expired or, on the same host, as soon as the owning process is gone.
+``lease_until``. The lease is renewed at every commit and, while a tool runs, every third of
+its length. Another process may take the thread over (and recover it) once the lease has
+expired or, on the same host, as soon as the owning process is gone. A process knows its own
+runs exactly (:func:`local_run`): a thread it owns on paper but no longer advances (the run
+failed and even its "failed" commit could not be stored) is recovered by it at once.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 HOST = socket.gethostname()
 _NONCE = uuid.uuid4().hex[:12]
-ACTIVE: set[str] = set()
-"""Thread ids this process is advancing right now."""
+_local: dict[str, int] = {}
+"""Thread id -> number of runs (or tools still finishing) of this process on it."""
+_lock = threading.Lock()
 
 
 def process_owner() -> str:
     return f"{HOST}|{os.getpid()}|{_NONCE}"
+
+
+@contextmanager
+def local_run(thread_id: str) -> Iterator[None]:
+    """Mark ``thread_id`` as advanced by this process for the duration of the block."""
+    with _lock:
+        _local[thread_id] = _local.get(thread_id, 0) + 1
+    try:
+        yield
+    finally:
+        with _lock:
+            left = _local[thread_id] - 1
+            if left:
+                _local[thread_id] = left
+            else:
+                del _local[thread_id]
+
+
+def running_here(thread_id: str) -> bool:
+    return thread_id in _local
+
+
+def is_this_process(owner: str) -> bool:
+    return owner == process_owner()
 
 
 def _pid_alive(pid: int) -> bool:
@@ -39,10 +70,9 @@ def owner_alive(owner: str, lease_until: datetime | None, now: datetime, thread_
     if host == HOST and pid_s.isdigit():
         pid = int(pid_s)
         if pid == os.getpid():
-            # this very process: alive only if a run is active here (a failed run's leftover
-            # lease is stale)
-            return nonce == _NONCE and thread_id in ACTIVE
+            # this very process: alive only while a run here advances the thread (the lease
+            # left behind by a run that ended without storing its end is stale)
+            return nonce == _NONCE and running_here(thread_id)
         if not _pid_alive(pid):
             return False
     return lease_until is not None and lease_until > now
-

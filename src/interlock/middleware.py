@@ -1,5 +1,10 @@
 """The public ``Middleware`` protocol: hooks around the agent loop.
 
+Every hook is optional. Subclass :class:`Middleware` to inherit the defaults (no-op /
+pass-through / allow), or pass any object that has some of the hooks: ``Agent`` reads the hooks
+of each middleware once, when it is built (:func:`bind`), and an object with neither
+``after_model`` nor ``wrap_tool_call`` is refused.
+
 Hooks
 -----
 ``after_model(turn)``
@@ -11,6 +16,15 @@ Hooks
 ``wrap_tool_call(request, call_next)``
     Runs around each tool execution; ``await call_next(request)`` runs the tool (or the next
     middleware) and returns its :class:`~interlock.ToolMessage`.
+
+``validate_tools(tool_names)``
+    Called once by ``Agent`` with the names of its tools; raise
+    :class:`~interlock.ConfigurationError` when the middleware names a tool the agent lacks.
+
+``allows_approve(tool_name)``
+    Whether this middleware's policy lets a reviewer *approve* calls of ``tool_name``. A
+    reviewer's edit that turns a call into another tool is refused unless every middleware
+    allows approving that tool.
 
 Composition
 -----------
@@ -24,12 +38,14 @@ rejected call run.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .errors import ConfigurationError
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage
+from .storage.base import MarkRecord
 
 if TYPE_CHECKING:
     from .storage.base import RememberedApproval
@@ -106,6 +122,15 @@ def mark_from_json(data: dict[str, Any]) -> Mark:
     if kind == "reject":
         return RejectMark(message=data["message"], by=data.get("by", ""))
     return AutoApproveMark(rule=data["rule"], by=data.get("by", ""))
+
+
+def mark_record(mark: Mark) -> MarkRecord:
+    """The stored form of a mark (kept while later hooks of the turn pause)."""
+    return MarkRecord.model_validate(mark.to_json())
+
+
+def mark_from_record(record: MarkRecord) -> Mark:
+    return mark_from_json(record.model_dump(mode="json"))
 
 
 def _rank(mark: Mark | None) -> int:
@@ -200,17 +225,77 @@ class ToolCallRequest:
 ToolCallHandler = Callable[[ToolCallRequest], Awaitable[ToolMessage]]
 
 
-class Middleware:
-    """Base class for middleware; override the hooks you need (sync or async)."""
+class Middleware(Protocol):
+    """The middleware protocol. Every hook is optional; subclass to inherit the defaults
+    below and override the hooks you need (``after_model`` and ``wrap_tool_call`` may be sync
+    or async)."""
 
     @property
     def name(self) -> str:
+        """Shown in audit rows and marks (``middleware:<name>``); the class name by default."""
         return type(self).__name__
 
     def after_model(self, turn: ModelTurn) -> Awaitable[None] | None:
+        """Classify the turn's calls (``turn.review`` / ``reject`` / ``auto_approve``) or pause
+        with ``interrupt()``. Default: leave every call alone."""
         return None
 
     async def wrap_tool_call(
         self, request: ToolCallRequest, call_next: ToolCallHandler
     ) -> ToolMessage:
+        """Around one tool execution. Default: run it."""
         return await call_next(request)
+
+    def validate_tools(self, tool_names: Collection[str]) -> None:
+        """Check the middleware's configuration against the agent's tools. Default: nothing."""
+        return None
+
+    def allows_approve(self, tool_name: str) -> bool:
+        """Whether approving ``tool_name`` is allowed by this middleware. Default: yes."""
+        return True
+
+
+AfterModel = Callable[[ModelTurn], "Awaitable[None] | None"]
+WrapToolCall = Callable[[ToolCallRequest, ToolCallHandler], Any]
+
+
+@dataclass(frozen=True)
+class BoundMiddleware:
+    """The hooks of one middleware, read once when the ``Agent`` is built (``None``: the
+    middleware does not have that hook, or has the default one)."""
+
+    obj: object
+    name: str
+    after_model: AfterModel | None
+    wrap_tool_call: WrapToolCall | None
+    allows_approve: Callable[[str], bool] | None
+
+
+def bind(mw: object, tool_names: Collection[str] | None) -> BoundMiddleware:
+    """Read the hooks of ``mw`` and run its ``validate_tools`` (unless ``tool_names`` is
+    None); refuse an object with neither ``after_model`` nor ``wrap_tool_call``."""
+    cls = type(mw)
+
+    def hook(attr: str) -> Any:
+        fn = getattr(mw, attr, None)
+        if fn is None or getattr(cls, attr, None) is getattr(Middleware, attr):
+            return None  # missing, or the protocol's default
+        if not callable(fn):
+            raise ConfigurationError(f"{mw!r}.{attr} must be a method, got {fn!r}.")
+        return fn
+
+    after, wrap = getattr(mw, "after_model", None), getattr(mw, "wrap_tool_call", None)
+    if after is None and wrap is None:
+        raise ConfigurationError(
+            f"{mw!r} is not middleware: it needs after_model(turn) and/or "
+            f"wrap_tool_call(request, call_next)."
+        )
+    validate = hook("validate_tools")
+    if validate is not None and tool_names is not None:
+        validate(list(tool_names))
+    name = getattr(mw, "name", None)
+    return BoundMiddleware(
+        obj=mw, name=name if isinstance(name, str) else cls.__name__,
+        after_model=hook("after_model"), wrap_tool_call=hook("wrap_tool_call"),
+        allows_approve=hook("allows_approve"),
+    )

@@ -26,7 +26,15 @@ async def run_in_worker(call: Callable[[], T]) -> T:
     (``interrupt()`` needs them in the worker thread)."""
     loop = asyncio.get_running_loop()
     ctx = contextvars.copy_context()
-    return await loop.run_in_executor(_EXECUTOR, ctx.run, call)
+    running = loop.run_in_executor(_EXECUTOR, ctx.run, call)
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        # a function running in a thread cannot be stopped: a cancelled call waits for its
+        # real end and returns (or raises) what the function did; the run engine bounds that
+        # wait (Agent(tool_grace=...)) and stores the outcome
+        await asyncio.wait({running})
+        return running.result()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,32 +201,6 @@ class ToolSource(Protocol):
     def interlock_tools(self) -> Sequence[Tool]: ...
 
     async def aclose(self) -> None: ...
-
-
-def expand_tools(items: Sequence[object]) -> tuple[list[Tool], list[ToolSource]]:
-    """The tools of ``Agent(tools=...)``: interlock tools, plain functions (wrapped with
-    :func:`tool`), tool sources (expanded) and foreign tools such as LangChain's ``BaseTool``
-    (adapted)."""
-    from .integrations import adapt_tool
-
-    tools: list[Tool] = []
-    sources: list[ToolSource] = []
-    for item in items:
-        if isinstance(item, Tool):
-            tools.append(item)
-        elif isinstance(item, ToolSource):
-            sources.append(item)
-            tools.extend(item.interlock_tools())
-        elif (adapted := adapt_tool(item)) is not None:
-            tools.append(adapted)
-        elif callable(item):
-            tools.append(tool(item))
-        else:
-            raise ConfigurationError(
-                f"tools=[...] contains {item!r}, which is not a tool: pass @tool functions, "
-                f"plain typed functions, LangChain tools or an MCP server."
-            )
-    return tools, sources
 
 
 def result_to_text(value: Any) -> str:

@@ -264,14 +264,4 @@ def with_agent(purpose: str | None = None) -> Callable[[F], F]:
 
 def iter_threads(agent: Agent, status: str | None, page: int = 200) -> Iterator[ThreadRecord]:
     """Every thread with ``status`` (newest first), page by page."""
-    before: datetime | None = None
-    seen: set[str] = set()
-    while True:
-        batch = agent.list_threads(status=status, limit=page, before=before)
-        for rec in batch:
-            if rec.thread_id not in seen:
-                seen.add(rec.thread_id)
-                yield rec
-        if len(batch) < page:
-            return
-        before = batch[-1].updated_at
+    return agent.iter_threads(status=status, page=page)

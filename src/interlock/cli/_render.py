@@ -14,6 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ..audit import AuditKind
 from ..hitl import ActionRequest, HITLRequest, ReviewConfig
 from ..interrupts import Interrupt
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
@@ -39,7 +40,7 @@ def waiting_on(pending: list[Interrupt]) -> str:
     for intr in pending:
         if intr.kind == "review":
             value = intr.value
-            req = value if isinstance(value, HITLRequest) else HITLRequest.model_validate(value)
+            req = HITLRequest.of(value)
             names.extend(a.name for a in req.action_requests)
         else:
             names.append("answer to a question")
@@ -164,8 +165,9 @@ def journal_table(entries: list[JournalEntry], width: int) -> RenderableType:
     """Every tool call of a thread: what ran, with which arguments, who decided."""
     lines: list[RenderableType] = [Text("tool calls", style="bold")]
     for e in entries:
-        args = e.exec_args if e.exec_args is not None else e.args
-        name = e.name if not e.exec_name or e.exec_name == e.name else f"{e.name} → {e.exec_name}"
+        run = e.effective
+        args = run.args
+        name = e.name if run.name == e.name else f"{e.name} → {run.name}"
         lines.append(Text.assemble(
             ("  ", ""), (e.tool_call_id, "dim"), "  ", (name, "bold"), "  ",
             (e.state.value, STATE_STYLE.get(e.state.value, "")),
@@ -184,7 +186,7 @@ STATE_STYLE = {
 def audit_summary(rec: AuditRecord) -> str:
     d = rec.data
     name = d.get("name") or d.get("tool_name") or ""
-    if rec.kind == "decision":
+    if rec.kind == AuditKind.DECISION:
         text = f"{d.get('type')} {name}"
         edited = d.get("edited_action")
         if isinstance(edited, dict):
@@ -194,16 +196,17 @@ def audit_summary(rec: AuditRecord) -> str:
         if d.get("remember"):
             text += f" (remember: {d['remember']})"
         return text
-    if rec.kind == "request_raised":
+    if rec.kind == AuditKind.REQUEST_RAISED:
         calls = d.get("calls") or []
         return "review requested: " + ", ".join(str(c.get("name")) for c in calls)
-    if rec.kind == "tool_finished":
+    if rec.kind == AuditKind.TOOL_FINISHED:
         return f"{name} {d.get('status')}: {d.get('result', '')}"
-    if rec.kind in ("tool_started", "expired", "auto_approved", "rule_created",
-                    "rule_revoked", "outcome_unknown", "retry_idempotent"):
+    if rec.kind in (AuditKind.TOOL_STARTED, AuditKind.EXPIRED, AuditKind.AUTO_APPROVED,
+                    AuditKind.RULE_CREATED, AuditKind.RULE_REVOKED, AuditKind.OUTCOME_UNKNOWN,
+                    AuditKind.RETRY_IDEMPOTENT):
         return f"{name} {json.dumps(d.get('args'), ensure_ascii=False)}" if d.get("args") \
             else str(name)
-    if rec.kind == "cancelled":
+    if rec.kind == AuditKind.CANCELLED:
         return f"reason: {d.get('reason')}" if d.get("reason") else "cancelled"
     return json.dumps(d, ensure_ascii=False)
 
@@ -239,7 +242,7 @@ def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
         return Panel(json_block(intr.value), title=f"question (interrupt {intr.id})",
                      title_align="left", border_style="yellow")
     value = intr.value
-    req = value if isinstance(value, HITLRequest) else HITLRequest.model_validate(value)
+    req = HITLRequest.of(value)
     parts: list[RenderableType] = []
     for a, c in zip(req.action_requests, req.review_configs, strict=True):
         parts.append(Text.assemble(("tool ", "bold"), (a.name, "bold cyan"),

@@ -103,9 +103,7 @@ class ReviewSession:
         items: list[Item] = []
         for intr in state.interrupts:
             if intr.kind == "review":
-                value = intr.value
-                req = value if isinstance(value, HITLRequest) else \
-                    HITLRequest.model_validate(value)
+                req = HITLRequest.of(intr.value)
                 total = len(req.action_requests)
                 for n, (a, c) in enumerate(zip(req.action_requests, req.review_configs,
                                                strict=True), start=1):
@@ -275,22 +273,24 @@ class ReviewSession:
             value: Any = json.loads(answer)
         except ValueError:
             value = answer
-        return self.apply(item, lambda: self.agent.resume(
+        return self.apply(item, lambda stored: self.agent.resume(
             item.thread_id, value=value, interrupt_id=item.interrupt.id,
-            reviewer=self.reviewer), "answered")
+            reviewer=self.reviewer, on_stored=stored), "answered")
 
     def submit(self, item: Item, decision: dict[str, Any], verb: str) -> Outcome:
         assert item.request is not None
         call_id = item.request.tool_call_id
-        return self.apply(item, lambda: self.agent.resume(
+        return self.apply(item, lambda stored: self.agent.resume(
             item.thread_id, {call_id: decision}, interrupt_id=item.interrupt.id,
-            reviewer=self.reviewer), verb)
+            reviewer=self.reviewer, on_stored=stored), verb)
 
-    def apply(self, item: Item, resume: Callable[[], RunResult], verb: str) -> Outcome:
+    def apply(self, item: Item, resume: Callable[[Callable[[], None]], RunResult],
+              verb: str) -> Outcome:
         self.last_error = ""
+        stored: list[bool] = []
         try:
             with self.console.status("applying the decision and continuing the run…"):
-                result = resume()
+                result = resume(lambda: stored.append(True))
         except InvalidDecision as exc:
             self.last_error = exc.problem
             self.console.print(Text.assemble(("not accepted: ", "bold red"), (exc.problem, "")))
@@ -304,10 +304,7 @@ class ReviewSession:
             self.skipped.add(item.key)
             return "skip"
         except InterlockError as exc:
-            state = self.load(item.thread_id)
-            still = state is not None and any(
-                i.key == item.key for i in self.items_of(state))
-            if still:
+            if not stored:  # the engine says whether the decision was stored before the error
                 self.console.print(Text.assemble(("not applied: ", "bold red"), (str(exc), "")))
                 self.skipped.add(item.key)
                 return "skip"

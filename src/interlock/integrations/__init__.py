@@ -8,11 +8,14 @@ reported as :class:`~interlock.MissingDependency` naming it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from ..errors import ConfigurationError
+from ..tools import Tool, ToolSource, tool
 
 if TYPE_CHECKING:
     from ..models.base import Model
-    from ..tools import Tool
 
 
 def _has_base(obj: object, module_prefix: str, names: tuple[str, ...]) -> bool:
@@ -50,3 +53,27 @@ def adapt_model(obj: object) -> Model | None:
 
         return LangChainChatModel(obj)
     return None
+
+
+def expand_tools(items: Sequence[object]) -> tuple[list[Tool], list[ToolSource]]:
+    """The tools of ``Agent(tools=...)``: interlock tools, plain functions (wrapped with
+    :func:`tool`), tool sources (expanded) and foreign tools such as LangChain's ``BaseTool``
+    (adapted)."""
+    tools: list[Tool] = []
+    sources: list[ToolSource] = []
+    for item in items:
+        if isinstance(item, Tool):
+            tools.append(item)
+        elif isinstance(item, ToolSource):
+            sources.append(item)
+            tools.extend(item.interlock_tools())
+        elif (adapted := adapt_tool(item)) is not None:
+            tools.append(adapted)
+        elif callable(item):
+            tools.append(tool(item))
+        else:
+            raise ConfigurationError(
+                f"tools=[...] contains {item!r}, which is not a tool: pass @tool functions, "
+                f"plain typed functions, LangChain tools or an MCP server."
+            )
+    return tools, sources

@@ -14,6 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..errors import NotAuthorized
 from ..hitl import HITLRequest
+from ..paging import Cursor, thread_page
 from ..result import RunResult
 from .auth import LOCAL_IDENTITY, Identity
 from .errors import ApiError, unauthorized
@@ -139,12 +140,21 @@ async def list_threads(
     before: Annotated[datetime | None, Query(
         description="Only threads updated before this time (the previous page's next_before)."
     )] = None,
+    before_id: Annotated[str | None, Query(
+        description="With before: the previous page's next_before_id, so that threads with "
+        "the same updated_at are neither skipped nor repeated.")] = None,
 ) -> ThreadList:
     """Threads, most recently updated first."""
-    rows = await state.agent.alist_threads(status=status, limit=limit + 1, before=before)
-    page = rows[:limit]
-    return ThreadList(threads=[thread_summary(r) for r in page],
-                      next_before=page[-1].updated_at if len(rows) > limit else None)
+    cursor = Cursor(before, before_id) if before is not None and before_id is not None else None
+    lister = state.agent.alist_threads
+    if cursor is None and before is not None:  # a time alone: everything older than it
+        page = await lister(status=status, limit=limit + 1, before=before)
+        rows, nxt = page[:limit], (Cursor.after(page[limit - 1]) if len(page) > limit else None)
+    else:
+        rows, nxt = await thread_page(lister, status=status, limit=limit, cursor=cursor)
+    return ThreadList(threads=[thread_summary(r) for r in rows],
+                      next_before=nxt.updated_at if nxt else None,
+                      next_before_id=nxt.thread_id if nxt else None)
 
 
 @router.post("/threads", status_code=202, tags=["threads"],

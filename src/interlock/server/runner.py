@@ -14,8 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .._engine import ResumeSpec, Run
-from ..agent import Agent, _coerce_input
+from ..agent import Agent
 from ..decisions import Reviewer
 from ..events import Event, RunCompleted, event_to_json
 from ..result import RunResult
@@ -23,7 +22,9 @@ from .hub import Hub, thread_topic
 
 log = logging.getLogger("interlock.server")
 
-Step = Callable[[Run], Awaitable[RunResult]]
+Sink = Callable[[Event], Awaitable[None]]
+Step = Callable[[Callable[[], None], Sink], Awaitable[RunResult]]
+"""Starts the run through the agent's public API: ``(on_stored, on_event) -> result``."""
 
 
 class Runner:
@@ -37,24 +38,24 @@ class Runner:
 
     async def start(self, thread_id: str, message: str, *, wait: bool) -> RunResult | None:
         """Send a user message (creating the thread if needed)."""
-        messages = _coerce_input(message)
-        return await self._launch(thread_id, lambda run: run.start(messages), wait)
+        return await self._launch(thread_id, lambda stored, sink: self.agent.ainvoke(
+            message, thread_id=thread_id, on_stored=stored, on_event=sink), wait)
 
     async def resume(
         self, thread_id: str, decisions: Any, *, interrupt_id: str | None,
         reviewer: Reviewer | None, actor: str, wait: bool,
     ) -> RunResult | None:
-        spec = ResumeSpec(decisions=decisions, interrupt_id=interrupt_id, reviewer=reviewer,
-                          actor=actor)
-        return await self._launch(thread_id, lambda run: run.resume(spec), wait)
+        return await self._launch(thread_id, lambda stored, sink: self.agent.aresume(
+            thread_id, decisions, interrupt_id=interrupt_id, reviewer=reviewer, actor=actor,
+            on_stored=stored, on_event=sink), wait)
 
     async def answer(
         self, thread_id: str, value: Any, *, interrupt_id: str | None,
         reviewer: Reviewer | None, actor: str, wait: bool,
     ) -> RunResult | None:
-        spec = ResumeSpec(value=value, has_value=True, interrupt_id=interrupt_id,
-                          reviewer=reviewer, actor=actor)
-        return await self._launch(thread_id, lambda run: run.resume(spec), wait)
+        return await self._launch(thread_id, lambda stored, sink: self.agent.aresume(
+            thread_id, value=value, interrupt_id=interrupt_id, reviewer=reviewer, actor=actor,
+            on_stored=stored, on_event=sink), wait)
 
     # -- machinery ---------------------------------------------------------------------------
 
@@ -76,9 +77,7 @@ class Runner:
                 accepted.set_result(None)
             self.on_change()
 
-        run = Run(self.agent, thread_id, sink)
-        run.on_accepted = on_accepted
-        task = asyncio.create_task(self._drive(run, step, accepted),
+        task = asyncio.create_task(self._drive(thread_id, step(on_accepted, sink), accepted),
                                    name=f"interlock-run:{thread_id}")
         self.tasks.add(task)
         task.add_done_callback(self._finished)
@@ -88,12 +87,11 @@ class Runner:
             return None  # 202, even when the run already ended: one answer per request kind
         return await asyncio.shield(task)
 
-    async def _drive(self, run: Run, step: Step, accepted: asyncio.Future[None]) -> RunResult:
-        thread_id = run.thread_id
+    async def _drive(self, thread_id: str, run: Awaitable[RunResult],
+                     accepted: asyncio.Future[None]) -> RunResult:
         topic = thread_topic(thread_id)
         try:
-            with self.agent._active(thread_id):
-                result = await step(run)
+            result = await run
         except asyncio.CancelledError:
             self.hub.publish(topic, "run_failed", {
                 "type": "run_failed", "thread_id": thread_id, "error": "Cancelled",

@@ -125,6 +125,8 @@ class ThreadList(BaseModel):
     next_before: datetime | None = Field(
         description="Pass as ?before= for the next (older) page; null on the last page."
     )
+    next_before_id: str | None = Field(
+        default=None, description="Pass as ?before_id= together with next_before.")
 
 
 class ToolInfo(BaseModel):
@@ -218,7 +220,7 @@ def _preview(value: Any) -> str:
 def pending_summary(intr: Interrupt) -> PendingSummary:
     if intr.kind == "review":
         value = intr.value
-        req = value if isinstance(value, HITLRequest) else HITLRequest.model_validate(value)
+        req = HITLRequest.of(value)
         calls = [
             CallSummary(tool_call_id=a.tool_call_id, name=a.name, args_preview=_preview(a.args),
                         allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,

@@ -20,11 +20,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..errors import ConcurrencyError
 from ..interrupts import Interrupt
-from ..messages import Message, ToolMessage
+from ..messages import Message, ToolCall, ToolMessage
 
 SCHEMA_VERSION = 2
 """Version of the stored format. Readers refuse a database whose version is newer."""
@@ -80,6 +80,76 @@ class RememberedApproval(BaseModel):
     """The decision that created the rule."""
 
 
+class _Record(BaseModel):
+    """A record stored inside a row: unknown keys are ignored (rows written by a newer minor
+    version stay readable) and ``None`` fields are left out of its JSON."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    @model_serializer(mode="wrap")
+    def _drop_none(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        return {k: v for k, v in out.items() if v is not None} if isinstance(out, dict) else out
+
+
+class MarkRecord(_Record):
+    """A stored ``after_model`` mark (see :mod:`interlock.middleware`): ``review``,
+    ``reject`` or ``auto``."""
+
+    kind: Literal["review", "reject", "auto"]
+    allowed_decisions: list[str] | None = None
+    description: str | None = None
+    reviewers: list[str] | None = None
+    expires_after: float | None = None
+    """Seconds."""
+    on_expire: str | None = None
+    reason: str | None = None
+    message: str | None = None
+    rule: str | None = None
+    by: str | None = None
+
+
+class HookProgress(_Record):
+    """How far the ``after_model`` hooks of the open turn got: the next hook to run, the
+    answers it was given to its ``interrupt()`` calls, the marks of the hooks before it."""
+
+    index: int = 0
+    answers: list[Any] = Field(default_factory=list)
+    marks: dict[str, MarkRecord] = Field(default_factory=dict)
+    done: bool = False
+    """All hooks ran and their marks are applied to the journal."""
+
+
+class ReviewSettings(_Record):
+    """How a call pauses for review, captured when the pause is created; never re-evaluated."""
+
+    kind: Literal["review"] = "review"
+    allowed_decisions: list[str] = Field(default_factory=list)
+    reviewers: list[str] | None = None
+    expires_after: float | None = None
+    expires_at: datetime | None = None
+    on_expire: str | None = None
+    by: str | None = None
+    reason: str | None = None
+    """``outcome_unknown`` for the question raised after a crash; a policy's reason otherwise."""
+    description: str | None = None
+
+
+class EditedCall(_Record):
+    name: str
+    args: dict[str, Any]
+
+
+class DecisionRecord(_Record):
+    """The decision that settled a call, as stored in its journal row."""
+
+    type: Literal["approve", "edit", "reject", "respond"]
+    message: str | None = None
+    remember: Literal["thread"] | None = None
+    edited_action: EditedCall | None = None
+    tool_call_id: str | None = None
+
+
 class ThreadRecord(BaseModel):
     thread_id: str
     status: ThreadStatus = "idle"
@@ -89,7 +159,7 @@ class ThreadRecord(BaseModel):
     message_count: int = 0
     turn: int | None = None
     """``seq`` of the assistant message whose tool calls are not all answered yet."""
-    hooks: dict[str, Any] | None = None
+    hooks: HookProgress | None = None
     """Progress of the ``after_model`` hooks of the open turn (index, answers, marks)."""
     pending: list[Interrupt] = Field(default_factory=list)
     resolved: list[str] = Field(default_factory=list)
@@ -124,9 +194,9 @@ class JournalEntry(BaseModel):
     """The tool that runs, when a reviewer's edit changed it (``None``: ``name``)."""
     exec_args: dict[str, Any] | None = None
     """The arguments it runs with, when an edit changed them (``None``: ``args``)."""
-    decision: dict[str, Any] | None = None
+    decision: DecisionRecord | None = None
     decided_by: str | None = None
-    review: dict[str, Any] | None = None
+    review: ReviewSettings | None = None
     """Review settings captured when the pause was created (allowed decisions, reviewers,
     deadline); never re-evaluated."""
     answers: list[Any] = Field(default_factory=list)
@@ -136,6 +206,17 @@ class JournalEntry(BaseModel):
     result: ToolMessage | None = None
     attempts: int = 0
     updated_at: datetime
+
+    @property
+    def proposed(self) -> ToolCall:
+        """The call as the model proposed it."""
+        return ToolCall(id=self.tool_call_id, name=self.name, args=self.args)
+
+    @property
+    def effective(self) -> ToolCall:
+        """The call that runs: the model's, or the reviewer's version after an edit."""
+        return ToolCall(id=self.tool_call_id, name=self.exec_name or self.name,
+                        args=self.exec_args if self.exec_args is not None else self.args)
 
 
 class AuditRecord(BaseModel):
@@ -251,9 +332,15 @@ class Checkpointer(Protocol):
         ...
 
     async def list_threads(
-        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
+        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
+        before_id: str | None = None,
     ) -> list[ThreadRecord]:
-        """Threads, newest ``updated_at`` first, optionally filtered by status."""
+        """Threads, newest first by ``(updated_at, thread_id)``, optionally filtered by status.
+
+        ``before`` alone: only threads with ``updated_at < before``. With ``before_id``: only
+        threads strictly before the cursor ``(before, before_id)`` in that order, so that a page
+        boundary between threads with the same ``updated_at`` skips none of them (see
+        :mod:`interlock.paging`)."""
         ...
 
     async def journal(self, thread_id: str) -> list[JournalEntry]:

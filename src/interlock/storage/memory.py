@@ -110,12 +110,15 @@ class MemoryCheckpointer:
                 self._deadlines.pop(tid, None)
 
     async def list_threads(
-        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
+        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
+        before_id: str | None = None,
     ) -> list[ThreadRecord]:
         rows = [ThreadRecord.model_validate_json(t.row) for t in list(self._threads.values())]
         if status is not None:
             rows = [r for r in rows if r.status == status]
-        if before is not None:
+        if before is not None and before_id is not None:
+            rows = [r for r in rows if (r.updated_at, r.thread_id) < (before, before_id)]
+        elif before is not None:
             rows = [r for r in rows if r.updated_at < before]
         rows.sort(key=lambda r: (r.updated_at, r.thread_id), reverse=True)
         return rows[:limit]

@@ -410,10 +410,17 @@ class PostgresCheckpointer:
         await self._run(write)
 
     async def list_threads(
-        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
+        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
+        before_id: str | None = None,
     ) -> list[ThreadRecord]:
-        query = self._sql.list_threads(status is not None, before is not None)
-        params: list[Any] = [p for p in (status, before) if p is not None] + [limit]
+        cursor = before is not None and before_id is not None
+        query = self._sql.list_threads(status is not None, before is not None, cursor)
+        params: list[Any] = [status] if status is not None else []
+        if cursor:
+            params += [before, before_id]
+        elif before is not None:
+            params.append(before)
+        params.append(limit)
 
         def read() -> list[ThreadRecord]:
             rows = self._read("listing threads", lambda c: c.execute(query, params).fetchall())
@@ -590,18 +597,18 @@ class _Statements:
             "AND change_xid < %s::text::xid8 ORDER BY change_xid, thread_id LIMIT %s")
         self.due = f("SELECT thread_id FROM {s}.interlock_threads WHERE deadline IS NOT NULL "
                      "AND deadline <= %s ORDER BY deadline LIMIT %s")
-        self._lists: dict[tuple[bool, bool], Composed] = {}
+        self._lists: dict[tuple[bool, bool, bool], Composed] = {}
 
     def fmt(self, text: str) -> Composed:
         from psycopg import sql
 
         return sql.SQL(text).format(s=self._schema)
 
-    def list_threads(self, by_status: bool, by_before: bool) -> Composed:
-        key = (by_status, by_before)
+    def list_threads(self, by_status: bool, by_before: bool, by_cursor: bool) -> Composed:
+        key = (by_status, by_before, by_cursor)
         if key not in self._lists:
-            where = [w for w, on in (("status = %s", by_status), ("updated_at < %s", by_before))
-                     if on]
+            before = "(updated_at, thread_id) < (%s, %s)" if by_cursor else "updated_at < %s"
+            where = [w for w, on in (("status = %s", by_status), (before, by_before)) if on]
             clause = (" WHERE " + " AND ".join(where)) if where else ""
             self._lists[key] = self.fmt(
                 "SELECT data FROM {s}.interlock_threads" + clause

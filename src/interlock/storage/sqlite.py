@@ -303,7 +303,8 @@ class SqliteCheckpointer:
         await self._run(w)
 
     async def list_threads(
-        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None
+        self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
+        before_id: str | None = None,
     ) -> list[ThreadRecord]:
         sql = "SELECT data FROM interlock_threads"
         where: list[str] = []
@@ -311,7 +312,10 @@ class SqliteCheckpointer:
         if status is not None:
             where.append("status=?")
             params.append(status)
-        if before is not None:
+        if before is not None and before_id is not None:
+            where.append("(updated_at<? OR (updated_at=? AND thread_id<?))")
+            params += [before.isoformat(), before.isoformat(), before_id]
+        elif before is not None:
             where.append("updated_at<?")
             params.append(before.isoformat())
         if where:

@@ -139,10 +139,18 @@ function mergeSummary(map, s) {
   if (!cur || cur.version <= s.version) map.set(s.thread_id, s);
 }
 
-async function fetchPage(before) {
+// keyset cursor of the next (older) page: {at: updated_at, id: thread_id}, or null
+function nextCursor(data) {
+  return data.next_before ? { at: data.next_before, id: data.next_before_id } : null;
+}
+
+async function fetchPage(cursor) {
   const params = new URLSearchParams({ limit: String(PAGE) });
   if (state.status) params.set("status", state.status);
-  if (before) params.set("before", before);
+  if (cursor) {
+    params.set("before", cursor.at);
+    if (cursor.id) params.set("before_id", cursor.id);
+  }
   return api.get(`api/threads?${params}`);
 }
 
@@ -162,7 +170,7 @@ async function loadList() {
     }
     for (const s of r.data.threads) mergeSummary(fresh, s);
     total += r.data.threads.length;
-    before = r.data.next_before;
+    before = nextCursor(r.data);
     // the inbox of pending requests is loaded completely; other views page on scroll
     if (!before || state.status !== "interrupted" || total >= EAGER_LIMIT) break;
   }
@@ -185,7 +193,7 @@ async function loadMore() {
   state.loading = false;
   if (gen !== state.listGen || !r.ok) return;
   for (const s of r.data.threads) if (matchesStatus(s)) mergeSummary(state.threads, s);
-  state.nextBefore = r.data.next_before;
+  state.nextBefore = nextCursor(r.data);
   scheduleRender();
 }
 

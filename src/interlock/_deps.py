@@ -1,0 +1,39 @@
+"""What the run engine needs from its agent, and nothing more."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from .middleware import BoundMiddleware, ToolCallHandler
+from .models.base import Model
+from .tools import Tool
+
+
+@dataclass(frozen=True)
+class RunDeps:
+    """The agent's configuration as the engine sees it (built by ``Agent`` per run)."""
+
+    model: Model
+    tools: Sequence[Tool]
+    tools_by_name: Mapping[str, Tool]
+    middleware: Sequence[BoundMiddleware]
+    tool_handler: ToolCallHandler
+    system_prompt: str | None
+    max_turns: int
+    lease: timedelta
+    clock: Callable[[], datetime]
+    owner: str
+    tool_grace: timedelta
+    """How long a cancelled run waits for a tool that is still running (see docs)."""
+
+    def allows_approve(self, tool_name: str) -> bool:
+        """Whether every middleware lets ``tool_name`` be approved (for cross-tool edits)."""
+        return all(m.allows_approve(tool_name) for m in self.middleware
+                   if m.allows_approve is not None)
+
+    def schema(self, tool_name: str) -> dict[str, Any]:
+        tool = self.tools_by_name.get(tool_name)
+        return dict(tool.args_schema) if tool else {}

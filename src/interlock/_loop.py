@@ -1,0 +1,383 @@
+"""The agent loop, driven by the stored journal.
+
+Every step is committed before the next one starts (compare-and-set on the thread version):
+
+1. model turn: the assistant message, one ``proposed`` journal row per tool call;
+2. ``after_model`` hooks: each call becomes ``pending_review`` / ``approved`` /
+   ``auto_approved`` / ``rejected``; gated calls form one review interrupt;
+3. each runnable call: ``running`` is committed *before* the tool is called, the result is
+   committed *with* ``succeeded`` / ``failed`` (see :mod:`interlock._execute`);
+4. when every call of the turn has a result, the tool messages are appended in call order.
+
+Starting, resuming, recovering and streaming all enter the same loop; finished steps are never
+redone. Each function here takes the run transaction and the agent's dependencies.
+"""
+
+from __future__ import annotations
+
+from inspect import isawaitable
+
+from ._decide import ResumeSpec, apply_resume, expire_due, raise_if_answered
+from ._deps import RunDeps
+from ._execute import execute, handle_unknown
+from ._texts import SYSTEM
+from ._txn import AuditItem, ThreadTxn
+from .audit import AuditKind
+from .decisions import PendingCall
+from .errors import (
+    InterlockError,
+    RunLimitExceeded,
+    StaleInterrupt,
+    ThreadBusy,
+    ThreadInterrupted,
+)
+from .events import ModelTextDelta, ToolCallProposed
+from .hitl import ActionRequest, ReviewConfig
+from .interrupts import PauseRun, enter_scope, exit_scope
+from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from .middleware import (
+    AutoApproveMark,
+    Mark,
+    ModelTurn,
+    RejectMark,
+    ReviewMark,
+    mark_from_record,
+    mark_record,
+)
+from .result import RunResult
+from .storage.base import (
+    FINAL_STATES,
+    RUNNABLE_STATES,
+    CallState,
+    DecisionRecord,
+    HookProgress,
+    JournalEntry,
+    ReviewSettings,
+)
+
+# ---------------------------------------------------------------------- entry steps
+
+
+async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message]) -> RunResult:
+    """New input on a thread (created if needed)."""
+    needs_recovery = await txn.load(create=True)
+    preview = next(
+        (m.content[:200] for m in reversed(new_messages) if isinstance(m, UserMessage)), ""
+    )
+    if txn.version is not None:
+        if needs_recovery:
+            await take_over(txn, deps)
+            if txn.t.pending:
+                raise ThreadInterrupted(txn.thread_id, [i.id for i in txn.t.pending])
+        await expire_and_continue(txn, deps)
+        if txn.t.pending:
+            raise ThreadInterrupted(txn.thread_id, [i.id for i in txn.t.pending])
+        preview = preview or txn.t.preview
+    # The input is stored before anyone is told it was accepted: right away when a caller
+    # waits for that (``on_stored``, the review server), otherwise together with the model's
+    # first reply (one commit less; if the process dies in between, the caller never got an
+    # answer and simply sends the message again).
+    txn.stage(messages=new_messages, status="running", error=None, preview=preview)
+    if txn.on_stored is not None:
+        await txn.flush()
+        txn.stored()
+    return await loop(txn, deps)
+
+
+async def recover(txn: ThreadTxn, deps: RunDeps) -> RunResult:
+    """Continue a thread that stopped mid-run (crash, failed model call, ...)."""
+    if await txn.load():
+        return await take_over(txn, deps)
+    if (continued := await expire_and_continue(txn, deps)) is not None:
+        return continued
+    if txn.t.pending:
+        return await finish_interrupted(txn)
+    if txn.t.status == "failed":
+        await txn.commit(status="running", error=None)
+        return await loop(txn, deps)
+    return txn.result()
+
+
+async def take_over(txn: ThreadTxn, deps: RunDeps) -> RunResult:
+    """Recover a loaded thread whose run stopped: calls that were ``running`` become
+    ``unknown`` (and are retried or put to a reviewer), then the loop goes on."""
+    unknown = [e for e in txn.s.journal.values() if e.state == CallState.RUNNING]
+    now = txn.now()
+    await txn.commit(
+        journal=[e.model_copy(update={"state": CallState.UNKNOWN, "updated_at": now})
+                 for e in unknown],
+        status="running", error=None,
+        audit=[AuditItem(AuditKind.OUTCOME_UNKNOWN, SYSTEM, e.tool_call_id,
+                         {"name": e.effective.name, "attempts": e.attempts}) for e in unknown]
+        + [AuditItem(AuditKind.RECOVERED, SYSTEM, None,
+                     {"previous_owner": txn.t.lease_owner})],
+    )
+    return await loop(txn, deps)
+
+
+async def resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> RunResult:
+    """Answer the pending request(s) and continue. A thread whose run stopped is recovered
+    first; the resume is then judged against what is pending after that."""
+    try:
+        needs = await txn.load()
+    except ThreadBusy:
+        raise_if_answered(txn, spec)  # the winner is still running: the id tells us
+        raise
+    if needs:
+        before = {i.id for i in txn.t.pending}
+        await take_over(txn, deps)
+        raise_if_answered(txn, spec)
+        still = [i for i in txn.t.pending if i.id in before]
+        if not still and txn.t.pending:
+            # recovery replaced the request this resume answers (e.g. it now also asks about
+            # a call whose outcome is unknown): the caller must look at it again
+            raise StaleInterrupt(txn.thread_id, spec.interrupt_id or next(iter(before), ""),
+                                 [i.id for i in txn.t.pending])
+    raise_if_answered(txn, spec)
+    before_ids = [i.id for i in txn.t.pending]
+    if await expire_and_continue(txn, deps) is not None:
+        # every pending call expired and the run went on: this answer came too late
+        raise StaleInterrupt(txn.thread_id, spec.interrupt_id or next(iter(before_ids), ""),
+                             [i.id for i in txn.t.pending])
+    await apply_resume(txn, deps, spec)
+    return await loop(txn, deps)
+
+
+async def expire(txn: ThreadTxn, deps: RunDeps) -> RunResult | None:
+    """Apply deadlines to one interrupted thread; the run continues when nothing is left to
+    decide. None: nothing expired."""
+    await txn.load()
+    if not await expire_due(txn):
+        return None
+    if txn.t.pending:
+        return txn.result()
+    await txn.commit(status="running")
+    return await loop(txn, deps)
+
+
+async def expire_and_continue(txn: ThreadTxn, deps: RunDeps) -> RunResult | None:
+    """Apply deadlines when the thread is touched. If that resolved every pending call, the
+    run continues first (the model gets the expiry results, the turn is closed in order);
+    returns that run's result, else None."""
+    if not await expire_due(txn) or txn.t.pending:
+        return None
+    await txn.commit(status="running")
+    return await loop(txn, deps)
+
+
+async def finish_interrupted(txn: ThreadTxn) -> RunResult:
+    if txn.t.status != "interrupted" or txn.t.lease_owner is not None:
+        await txn.commit(status="interrupted", hold_lease=False)
+    return txn.result()
+
+
+# ---------------------------------------------------------------------- the loop
+
+
+async def loop(txn: ThreadTxn, deps: RunDeps) -> RunResult:
+    """Continue the run until it completes or must wait for someone."""
+    model_calls = 0
+    while True:
+        t = txn.t
+        if t.turn is not None:
+            if await advance_turn(txn, deps):
+                return await finish_interrupted(txn)
+            continue
+        last = txn.s.messages[-1] if txn.s.messages else None
+        if isinstance(last, AssistantMessage) and not last.tool_calls:
+            if t.status != "completed" or t.lease_owner is not None:
+                await txn.commit(status="completed", hold_lease=False)
+            return txn.result()
+        if model_calls >= deps.max_turns:
+            raise RunLimitExceeded(
+                f"Thread {txn.thread_id!r}: the model was called {model_calls} times "
+                f"in one run without a final answer (max_turns={deps.max_turns}). "
+                f"Raise Agent(max_turns=...) or check the model's tool use."
+            )
+        model_calls += 1
+        await call_model(txn, deps)
+
+
+async def call_model(txn: ThreadTxn, deps: RunDeps) -> None:
+    history: list[Message] = list(txn.s.messages)
+    if deps.system_prompt:
+        history.insert(0, SystemMessage(content=deps.system_prompt))
+    if txn.sink is not None:
+        message: AssistantMessage | None = None
+        async for piece in deps.model.stream(history, deps.tools):
+            if isinstance(piece, str):
+                if piece:
+                    await txn.emit(ModelTextDelta(txn.thread_id, piece))
+            else:
+                message = piece
+        if message is None:
+            raise InterlockError(
+                f"The model's stream ended without an assistant message (thread "
+                f"{txn.thread_id!r}); a Model.stream() must end with an AssistantMessage."
+            )
+    else:
+        message = await deps.model.generate(history, list(deps.tools))
+    message = _unique_ids(txn, message)
+    seq = txn.t.message_count
+    now = txn.now()
+    if not message.tool_calls:
+        await txn.commit(messages=[message], status="completed", hold_lease=False)
+        return
+    entries = [
+        JournalEntry(tool_call_id=c.id, turn=seq, position=i, name=c.name, args=c.args,
+                     state=CallState.PROPOSED, updated_at=now)
+        for i, c in enumerate(message.tool_calls)
+    ]
+    # stored together with the hooks' classification (one commit): until then nobody has
+    # seen this reply, and a crash just means the model is asked again
+    txn.stage(messages=[message], journal=entries, turn=seq, hooks=HookProgress())
+    for c in message.tool_calls:
+        await txn.emit(ToolCallProposed(txn.thread_id, c))
+
+
+def _unique_ids(txn: ThreadTxn, message: AssistantMessage) -> AssistantMessage:
+    if not message.tool_calls:
+        return message
+    seen = {c.id for m in txn.s.messages if isinstance(m, AssistantMessage)
+            for c in m.tool_calls}
+    calls = []
+    changed = False
+    for i, c in enumerate(message.tool_calls):
+        cid = c.id or f"call_{txn.t.message_count}_{i}"
+        if cid in seen:
+            n = 2
+            while f"{cid}_{n}" in seen:
+                n += 1
+            cid = f"{cid}_{n}"
+        if cid != c.id:
+            changed = True
+            c = c.model_copy(update={"id": cid})
+        seen.add(cid)
+        calls.append(c)
+    return message.model_copy(update={"tool_calls": calls}) if changed else message
+
+
+async def advance_turn(txn: ThreadTxn, deps: RunDeps) -> bool:
+    """Move the open turn forward. Returns True when it must wait for someone."""
+    message = txn.turn_message()
+    hooks = txn.t.hooks
+    if hooks is not None and not hooks.done and await run_hooks(txn, deps, message, hooks):
+        return True
+    await handle_unknown(txn, deps, message)
+    for call in message.tool_calls:
+        e = txn.s.journal.get(call.id)
+        if e is not None and e.state in RUNNABLE_STATES:
+            await execute(txn, deps, e)
+    if txn.t.turn is None:  # the last call's result closed the turn (see execute)
+        return False
+    entries = [txn.s.journal[c.id] for c in message.tool_calls]
+    if any(e.state not in FINAL_STATES for e in entries):
+        return True
+    results = [e.result for e in entries if e.result is not None]
+    await txn.commit(messages=results, turn=None, hooks=None)
+    return False
+
+
+async def run_hooks(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
+                    hooks: HookProgress) -> bool:
+    """The ``after_model`` hooks, from where they stopped. True: one paused (interrupt())."""
+    index = hooks.index
+    answers = list(hooks.answers)
+    marks: dict[str, Mark] = {k: mark_from_record(v) for k, v in hooks.marks.items()}
+    turn = ModelTurn(thread_id=txn.thread_id, message=message, messages=txn.s.messages,
+                     tools=deps.tools_by_name, remembered_rules=txn.t.remembered, marks=marks)
+    middleware = deps.middleware
+    while index < len(middleware):
+        mw = middleware[index]
+        if mw.after_model is None:
+            index += 1
+            answers = []
+            continue
+        before = dict(turn.marks)
+        turn.current_middleware = mw.name
+        token = enter_scope(answers)
+        try:
+            out = mw.after_model(turn)
+            if isawaitable(out):
+                await out
+        except PauseRun as pause:
+            txn.stage(status="interrupted", hooks=HookProgress(
+                index=index, answers=answers,
+                marks={k: mark_record(m) for k, m in before.items()}))
+            txn.raise_question(pause.value, origin=f"after_model:{mw.name}")
+            await txn.flush(hold_lease=False)
+            return True
+        finally:
+            exit_scope(token)
+        index += 1
+        answers = []
+    await classify(txn, deps, message, turn.marks)
+    return False
+
+
+async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
+                   marks: dict[str, Mark]) -> None:
+    """Apply the hooks' marks to the journal: rejected, pending review, auto-approved or
+    approved; gated calls raise the turn's review request."""
+    now = txn.now()
+    entries: list[JournalEntry] = []
+    audit: list[AuditItem] = []
+    reviews: list[PendingCall] = []
+    for call in message.tool_calls:
+        e = txn.s.journal[call.id]
+        mark = marks.get(call.id)
+        base = {"updated_at": now}
+        if isinstance(mark, RejectMark):
+            msg = ToolMessage(tool_call_id=call.id, name=call.name, status="error",
+                              content=mark.message, decision="reject")
+            entries.append(e.model_copy(update={
+                **base, "state": CallState.REJECTED, "result": msg,
+                "decided_by": f"middleware:{mark.by}",
+                "decision": DecisionRecord(type="reject", message=mark.message)}))
+            audit.append(AuditItem(AuditKind.REJECTED_BY_POLICY, f"middleware:{mark.by}",
+                                   call.id, {"name": call.name, "args": call.args,
+                                             "message": mark.message}))
+        elif isinstance(mark, ReviewMark):
+            expires_at = now + mark.expires_after if mark.expires_after else None
+            # the description is kept in the request (it often repeats the args)
+            settings = ReviewSettings.model_validate(
+                {**mark.to_json(), "description": None, "expires_at": expires_at})
+            entries.append(e.model_copy(update={
+                **base, "state": CallState.PENDING_REVIEW, "review": settings}))
+            reviews.append(PendingCall(
+                ActionRequest(tool_call_id=call.id, name=call.name, args=call.args,
+                              description=mark.description, reason=mark.reason),
+                ReviewConfig(action_name=call.name,
+                             allowed_decisions=list(mark.allowed_decisions),
+                             args_schema=deps.schema(call.name),
+                             reviewers=list(mark.reviewers) if mark.reviewers is not None
+                             else None,
+                             expires_at=expires_at),
+            ))
+        elif call.name not in deps.tools_by_name:
+            msg = ToolMessage(
+                tool_call_id=call.id, name=call.name, status="error",
+                content=f"Tool {call.name!r} does not exist. Available tools: "
+                f"{', '.join(sorted(deps.tools_by_name))}.")
+            entries.append(e.model_copy(update={**base, "state": CallState.FAILED,
+                                                "result": msg}))
+        elif isinstance(mark, AutoApproveMark):
+            entries.append(e.model_copy(update={
+                **base, "state": CallState.AUTO_APPROVED, "decided_by": f"rule:{mark.rule}"}))
+            audit.append(AuditItem(AuditKind.AUTO_APPROVED, f"rule:{mark.rule}", call.id,
+                                   {"name": call.name, "args": call.args, "rule": mark.rule,
+                                    "middleware": mark.by}))
+        else:
+            entries.append(e.model_copy(update={
+                **base, "state": CallState.APPROVED, "decided_by": "policy"}))
+    txn.stage(journal=entries, audit=audit, hooks=HookProgress(done=True))
+    raised = txn.raise_review(reviews)
+    # When nothing of the turn can run before someone answers, the pause is stored in this
+    # same commit (finish_interrupted then has nothing left to write).
+    pause = raised is not None and not any(
+        e.state in RUNNABLE_STATES or e.state == CallState.UNKNOWN
+        for e in txn.s.journal.values()
+    )
+    if pause:
+        txn.stage(status="interrupted")
+    await txn.flush(hold_lease=not pause)

@@ -1,0 +1,347 @@
+"""The run transaction: the one object through which a run reads and changes its thread.
+
+A :class:`ThreadTxn` loads the thread, stages changes in memory and stores them with one
+compare-and-set commit (holding or releasing the lease), turns a lost compare-and-set into the
+error the caller should see, and raises the two kinds of pause: a review request for tool calls
+(:meth:`ThreadTxn.raise_review`) and a question from ``interrupt()``
+(:meth:`ThreadTxn.raise_question`). Nothing else in the engine talks to the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from ._summary import summary_updates
+from ._texts import SYSTEM, digest, public_interrupt
+from .audit import GENESIS, AuditKind, make_record
+from .decisions import PendingCall
+from .errors import ConcurrencyError, StorageError, ThreadBusy, ThreadNotFound
+from .events import Event, InterruptRaised
+from .hitl import HITLRequest
+from .interrupts import Interrupt
+from .leases import is_this_process, owner_alive
+from .messages import AssistantMessage, Message
+from .result import RunResult
+from .storage.base import (
+    Checkpointer,
+    Commit,
+    JournalEntry,
+    ThreadRecord,
+    ThreadSnapshot,
+    VersionConflict,
+)
+
+Sink = Callable[[Event], Awaitable[None]]
+
+
+class AuditItem(NamedTuple):
+    kind: AuditKind
+    actor: str
+    tool_call_id: str | None
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Lease:
+    owner: str
+    length: timedelta
+    clock: Callable[[], datetime]
+
+
+class ThreadTxn:
+    """One run's view of one thread: the loaded snapshot plus changes not stored yet."""
+
+    def __init__(
+        self, store: Checkpointer, thread_id: str, lease: Lease, *, sink: Sink | None = None,
+        on_stored: Callable[[], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.thread_id = thread_id
+        self.lease = lease
+        self.sink = sink
+        self.on_stored = on_stored
+        """Called once, when the run's input (message, decisions, answer) is durably stored."""
+        self.snap: ThreadSnapshot | None = None
+        self.version: int | None = None
+        """Version of the thread row in the store (None: not created yet)."""
+        self.holding = False
+        """Whether the last commit of this run holds the lease."""
+        self.conflict: Callable[[], ConcurrencyError] = self._busy
+        """The error a lost compare-and-set becomes (see :meth:`expect`)."""
+        self._messages: list[Message] = []
+        self._journal: dict[str, JournalEntry] = {}
+        self._audit: list[AuditItem] = []
+        self._events: list[Event] = []
+        self._lock = asyncio.Lock()
+        self._stored_told = False
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def s(self) -> ThreadSnapshot:
+        assert self.snap is not None, "load() first"
+        return self.snap
+
+    @property
+    def t(self) -> ThreadRecord:
+        return self.s.thread
+
+    def now(self) -> datetime:
+        return self.lease.clock()
+
+    @property
+    def has_staged_input(self) -> bool:
+        return bool(self._messages)
+
+    def turn_message(self) -> AssistantMessage:
+        assert self.t.turn is not None
+        msg = self.s.messages[self.t.turn]
+        assert isinstance(msg, AssistantMessage)
+        return msg
+
+    def result(self) -> RunResult:
+        t = self.t
+        messages = list(self.s.messages)
+        if t.pending:
+            return RunResult(self.thread_id, "interrupted", messages,
+                             [public_interrupt(i) for i in t.pending])
+        last = messages[-1] if messages else None
+        output = last.content if isinstance(last, AssistantMessage) and not last.tool_calls \
+            else None
+        return RunResult(self.thread_id, "completed", messages, [], output)
+
+    # ------------------------------------------------------------------ loading
+
+    async def load(self, *, create: bool = False) -> bool:
+        """Load the thread. Returns True when it needs recovery: its run stopped mid-way
+        (the owner is gone) or failed in the middle of a turn. A live owner: ``ThreadBusy``."""
+        snap = await self.store.load(self.thread_id)
+        if snap is None:
+            if not create:
+                raise ThreadNotFound(self.thread_id)
+            now = self.now()
+            self.snap = ThreadSnapshot(
+                thread=ThreadRecord(thread_id=self.thread_id, created_at=now, updated_at=now,
+                                    version=0),
+                messages=[], journal={},
+            )
+            return False
+        self.snap = snap
+        self.version = snap.thread.version
+        t = snap.thread
+        if t.status == "running":
+            owner = t.lease_owner
+            if owner and owner_alive(owner, t.lease_until, self.now(), self.thread_id):
+                raise ThreadBusy(self.thread_id, owner, here=is_this_process(owner))
+            return True
+        return t.status == "failed" and t.turn is not None
+
+    # ------------------------------------------------------------------ staging and storing
+
+    def stage(
+        self,
+        *,
+        messages: Sequence[Message] = (),
+        journal: Sequence[JournalEntry] = (),
+        audit: Sequence[AuditItem] = (),
+        **updates: Any,
+    ) -> None:
+        """Apply a change to the in-memory thread; the next :meth:`flush` stores it.
+
+        Only steps that nobody has been told about yet are staged without a flush (the
+        model's reply before its calls are classified, a new message before the run
+        answers): a crash loses them and the next run redoes them."""
+        s = self.s
+        t = s.thread
+        new = t.model_copy(update={**updates, "message_count": t.message_count + len(messages)})
+        s.thread = new
+        s.messages.extend(messages)
+        self._messages.extend(messages)
+        if new.turn != t.turn:
+            s.journal = {}
+        for e in journal:
+            self._journal[e.tool_call_id] = e
+            if e.turn == new.turn:
+                s.journal[e.tool_call_id] = e
+        self._audit.extend(audit)
+
+    async def flush(self, *, hold_lease: bool = True) -> None:
+        """Store everything staged in one atomic compare-and-set commit, then publish the
+        events that waited for it."""
+        async with self._lock:
+            await self._flush(hold_lease)
+        events, self._events = self._events, []
+        for event in events:
+            await self.emit(event)
+
+    async def _flush(self, hold_lease: bool) -> None:
+        t = self.t
+        now = self.now()
+        seq, prev = t.audit_seq, t.audit_hash or GENESIS
+        records = []
+        for kind, actor, call_id, data in self._audit:
+            seq += 1
+            rec = make_record(thread_id=t.thread_id, seq=seq, prev_hash=prev, ts=now,
+                              kind=kind.value, actor=actor, tool_call_id=call_id, data=data)
+            prev = rec.hash
+            records.append(rec)
+        lease = (
+            {"lease_owner": self.lease.owner, "lease_until": now + self.lease.length}
+            if hold_lease else {"lease_owner": None, "lease_until": None}
+        )
+        expected = self.version
+        summary = summary_updates(
+            last_decision=t.last_decision, outcome=t.outcome, status=t.status, error=t.error,
+            messages=self._messages, audit=self._audit)
+        new = t.model_copy(update={
+            **lease, **summary, "version": (expected or 0) + 1, "updated_at": now,
+            "audit_seq": seq, "audit_hash": prev,
+        })
+        try:
+            await self.store.commit(
+                Commit(thread=new, messages=self._messages, journal=list(self._journal.values()),
+                       audit=records),
+                expected_version=expected,
+            )
+        except VersionConflict:
+            raise self.conflict() from None
+        except StorageError:
+            raise
+        except (ValueError, TypeError, UnicodeError) as exc:
+            # a value the store cannot encode (e.g. a lone surrogate in a tool's text)
+            raise StorageError(
+                f"Thread {self.thread_id!r}: the change could not be stored because it holds a "
+                f"value the checkpointer cannot encode ({type(exc).__name__}: {exc}). Nothing "
+                f"was stored."
+            ) from exc
+        self.s.thread = new
+        self.version = new.version
+        self.holding = hold_lease
+        self._messages = []
+        self._journal = {}
+        self._audit = []
+
+    async def commit(
+        self,
+        *,
+        messages: Sequence[Message] = (),
+        journal: Sequence[JournalEntry] = (),
+        audit: Sequence[AuditItem] = (),
+        hold_lease: bool = True,
+        **updates: Any,
+    ) -> None:
+        """Stage a change and store it (with anything staged before) in one commit."""
+        self.stage(messages=messages, journal=journal, audit=audit, **updates)
+        await self.flush(hold_lease=hold_lease)
+
+    # ------------------------------------------------------------------ conflicts
+
+    def _busy(self) -> ConcurrencyError:
+        return ThreadBusy(self.thread_id, "another writer")
+
+    @contextlib.contextmanager
+    def expect(self, conflict: Callable[[], ConcurrencyError]) -> Any:
+        """Within the block a lost compare-and-set raises ``conflict()`` (e.g. a resume that
+        lost the race raises ``InterruptConflict``); outside it, ``ThreadBusy``."""
+        self.conflict = conflict
+        try:
+            yield
+        finally:
+            self.conflict = self._busy
+
+    def stored(self) -> None:
+        """The run's input is durably stored: tell whoever waits for that (once)."""
+        if not self._stored_told and self.on_stored is not None:
+            self._stored_told = True
+            self.on_stored()
+
+    # ------------------------------------------------------------------ leases
+
+    @contextlib.asynccontextmanager
+    async def keep_lease(self) -> AsyncIterator[None]:
+        """Renew the lease every third of its length while the block runs (a tool call)."""
+        period = max(self.lease.length.total_seconds() / 3, 0.05)
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(period)
+                async with self._lock:
+                    if self.holding:
+                        await self._flush(hold_lease=True)
+
+        task = asyncio.create_task(renew(), name=f"interlock-lease:{self.thread_id}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(_settled(task))
+
+    # ------------------------------------------------------------------ pauses
+
+    def review_calls(self, review: Interrupt) -> list[PendingCall]:
+        """The calls of a stored review interrupt, with their review settings."""
+        req = HITLRequest.of(review.value)
+        return [PendingCall(a, c) for a, c in
+                zip(req.action_requests, req.review_configs, strict=True)]
+
+    def replace_review(self, review: Interrupt, left: Sequence[PendingCall]) -> list[Interrupt]:
+        """The pending list with ``review`` narrowed to ``left`` (dropped when empty)."""
+        others = [i for i in self.t.pending if i.id != review.id]
+        if not left:
+            return others
+        return [*others, review.model_copy(update={"value": _request(left)})]
+
+    def raise_review(
+        self, calls: Sequence[PendingCall], *, reason: str | None = None
+    ) -> Interrupt | None:
+        """Stage a review request for ``calls``: one review interrupt per turn, so they join
+        any that is pending (as a new interrupt, calls in the model's order). Returns it."""
+        if not calls:
+            return None
+        existing = next((i for i in self.t.pending if i.kind == "review"), None)
+        merged = [*(self.review_calls(existing) if existing else []), *calls]
+        order = {c.id: n for n, c in enumerate(self.turn_message().tool_calls)}
+        merged.sort(key=lambda p: order.get(p.request.tool_call_id, 0))
+        intr = Interrupt(id=uuid.uuid4().hex, kind="review", value=_request(merged),
+                         created_at=self.now())
+        data: dict[str, Any] = {"interrupt_id": intr.id, "calls": [
+            {"tool_call_id": c.request.tool_call_id, "name": c.request.name,
+             "args_sha256": digest(c.request.args),
+             "allowed_decisions": c.config.allowed_decisions} for c in calls]}
+        if reason is not None:
+            data["reason"] = reason
+        self.stage(pending=[i for i in self.t.pending if i.kind != "review"] + [intr],
+                   audit=[AuditItem(AuditKind.REQUEST_RAISED, SYSTEM, None, data)])
+        self._events.append(InterruptRaised(self.thread_id, public_interrupt(intr)))
+        return intr
+
+    def raise_question(self, value: Any, *, origin: str, tool_call_id: str | None = None,
+                       ) -> Interrupt:
+        """Stage a question from ``interrupt(value)`` in a tool or an ``after_model`` hook."""
+        intr = Interrupt(id=uuid.uuid4().hex, kind="input", value=value, created_at=self.now(),
+                         tool_call_id=tool_call_id, origin=origin)
+        self.stage(pending=[*self.t.pending, intr], audit=[AuditItem(
+            AuditKind.INPUT_REQUESTED, SYSTEM, tool_call_id,
+            {"interrupt_id": intr.id, "origin": origin, "value": value})])
+        self._events.append(InterruptRaised(self.thread_id, public_interrupt(intr)))
+        return intr
+
+    async def emit(self, event: Event) -> None:
+        if self.sink is not None:
+            await self.sink(event)
+
+
+def _request(calls: Sequence[PendingCall]) -> dict[str, Any]:
+    return HITLRequest(action_requests=[c.request for c in calls],
+                       review_configs=[c.config for c in calls]).to_json()
+
+
+async def _settled(task: asyncio.Task[Any]) -> None:
+    await asyncio.wait({task})
