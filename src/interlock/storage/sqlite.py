@@ -106,6 +106,17 @@ BACKFILL: dict[int, Callable[[sqlite3.Connection], None]] = {2: _backfill_deadli
 """Python steps run right after the SQL of the migration that produces that version."""
 
 
+class _Write:
+    """One change waiting to be stored by a group commit, and its outcome."""
+
+    __slots__ = ("done", "error", "fn")
+
+    def __init__(self, fn: Callable[[sqlite3.Connection], None]) -> None:
+        self.fn = fn
+        self.done = False
+        self.error: BaseException | None = None
+
+
 class SqliteCheckpointer:
     """Durable threads in one SQLite file.
 
@@ -130,6 +141,9 @@ class SqliteCheckpointer:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._queue: list[_Write] = []
+        """Changes waiting for the next group commit (see ``_flush``)."""
+        self._queue_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({self.path!r}, synchronous={self.synchronous})"
@@ -256,51 +270,56 @@ class SqliteCheckpointer:
         audit = [(a.thread_id, a.seq, audit_json(a)) for a in change.audit]
 
         def w(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if expected_version is None:
-                    try:
-                        conn.execute(
-                            "INSERT INTO interlock_threads (thread_id, status, version, "
-                            "updated_at, data, deadline_us, change_seq) VALUES (?, ?, ?, ?, ?, "
-                            "?, " + NEXT_CHANGE + ")",
-                            (t.thread_id, t.status, t.version, updated, row, deadline),
-                        )
-                    except sqlite3.IntegrityError:
-                        raise VersionConflict(t.thread_id, None) from None
-                else:
-                    cur = conn.execute(
-                        "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=?, "
-                        "deadline_us=?, change_seq=" + NEXT_CHANGE + " "
-                        "WHERE thread_id=? AND version=?",
-                        (t.status, t.version, updated, row, deadline, t.thread_id,
-                         expected_version),
+            if expected_version is None:
+                try:
+                    conn.execute(
+                        "INSERT INTO interlock_threads (thread_id, status, version, "
+                        "updated_at, data, deadline_us, change_seq) VALUES (?, ?, ?, ?, ?, "
+                        "?, " + NEXT_CHANGE + ")",
+                        (t.thread_id, t.status, t.version, updated, row, deadline),
                     )
-                    if cur.rowcount != 1:
-                        raise VersionConflict(t.thread_id, expected_version)
-                if messages:
-                    conn.executemany(
-                        "INSERT INTO interlock_messages (thread_id, seq, data) VALUES (?, ?, ?)",
-                        messages,
-                    )
-                if journal:
-                    conn.executemany(
-                        "INSERT INTO interlock_journal (thread_id, tool_call_id, turn, position, "
-                        "state, data) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, "
-                        "tool_call_id) DO UPDATE SET state=excluded.state, data=excluded.data",
-                        journal,
-                    )
-                if audit:
-                    conn.executemany(
-                        "INSERT INTO interlock_audit (thread_id, seq, data) VALUES (?, ?, ?)",
-                        audit,
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                except sqlite3.IntegrityError:
+                    raise VersionConflict(t.thread_id, None) from None
+            else:
+                cur = conn.execute(
+                    "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=?, "
+                    "deadline_us=?, change_seq=" + NEXT_CHANGE + " "
+                    "WHERE thread_id=? AND version=?",
+                    (t.status, t.version, updated, row, deadline, t.thread_id,
+                     expected_version),
+                )
+                if cur.rowcount != 1:
+                    raise VersionConflict(t.thread_id, expected_version)
+            if messages:
+                conn.executemany(
+                    "INSERT INTO interlock_messages (thread_id, seq, data) VALUES (?, ?, ?)",
+                    messages,
+                )
+            if journal:
+                conn.executemany(
+                    "INSERT INTO interlock_journal (thread_id, tool_call_id, turn, position, "
+                    "state, data) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, "
+                    "tool_call_id) DO UPDATE SET state=excluded.state, data=excluded.data",
+                    journal,
+                )
+            if audit:
+                conn.executemany(
+                    "INSERT INTO interlock_audit (thread_id, seq, data) VALUES (?, ?, ?)",
+                    audit,
+                )
 
-        await self._run(w)
+        slot = _Write(w)
+        with self._queue_lock:
+            self._queue.append(slot)
+        try:
+            await self._run(lambda conn: self._flush(conn, slot))
+        except BaseException:
+            with self._queue_lock:  # not taken by a flush yet: it will not be stored later
+                if slot in self._queue:
+                    self._queue.remove(slot)
+            raise
+        if slot.error is not None:
+            raise slot.error
 
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
@@ -327,6 +346,41 @@ class SqliteCheckpointer:
             return [ThreadRecord.model_validate_json(r[0]) for r in conn.execute(sql, params)]
 
         return await self._run(q)
+
+    def _flush(self, conn: sqlite3.Connection, slot: _Write) -> None:
+        """Group commit: store every change queued so far in one transaction, each inside a
+        savepoint of its own (a change that fails — a version conflict — is rolled back alone
+        and reported to its caller), with one durable ``COMMIT`` for all of them. Runs under the
+        connection lock; the caller whose change an earlier flush already stored returns at
+        once. Each caller learns its outcome only after that ``COMMIT``: a change is never
+        acknowledged before it is durable."""
+        if slot.done:
+            return
+        with self._queue_lock:
+            batch, self._queue = self._queue, []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for item in batch:
+                    conn.execute("SAVEPOINT interlock_change")
+                    try:
+                        item.fn(conn)
+                    except Exception as exc:
+                        conn.execute("ROLLBACK TO interlock_change")
+                        item.error = exc
+                    conn.execute("RELEASE interlock_change")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except Exception as exc:
+            for item in batch:
+                if item.error is None:
+                    item.error = exc
+        finally:
+            for item in batch:
+                item.done = True
 
     async def changes(self, *, after: ChangeCursor | None, limit: int = 500) -> ChangePage:
         def q(conn: sqlite3.Connection) -> ChangePage:
