@@ -12,8 +12,14 @@ import os
 import sys
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
+from pydantic import BaseModel
+
+
+class Confirmation(BaseModel):
+    confirm: bool
+    reason: str = ""
 
 
 def build(notes_file: str) -> MCPServer:
@@ -43,6 +49,16 @@ def build(notes_file: str) -> MCPServer:
         n = len(load())
         save([])
         return f"deleted {n} notes"
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    async def clear_notes(ctx: Context) -> str:
+        """Delete every note after asking the user to confirm."""
+        n = len(load())
+        answer = await ctx.elicit(f"Really delete {n} notes?", schema=Confirmation)
+        if answer.action == "accept" and answer.data.confirm:
+            save([])
+            return f"deleted {n} notes ({answer.data.reason})"
+        return f"kept {n} notes ({answer.action})"
 
     @server.tool()
     def archive(label: str) -> str:

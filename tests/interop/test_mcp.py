@@ -149,7 +149,7 @@ def test_streamable_http_server_gated_by_its_annotations(
     try:
         policy = server.policy()
         assert policy == {"list_notes": False, "add_note": True, "delete_all": True,
-                          "archive": True, "crash": True}  # no annotations: gated
+                          "clear_notes": True, "archive": True, "crash": True}
         tools = {t.name: t for t in agent.tools}
         assert tools["delete_all"].idempotent and not tools["add_note"].idempotent
         result = agent.invoke("记一下", thread_id="t")
@@ -195,5 +195,43 @@ def test_server_dying_mid_call_gives_a_clear_error_and_a_usable_thread(tmp_path:
         listed = [m for m in result.messages if isinstance(m, ToolMessage)][-1]
         assert (listed.status, listed.content) == ("success", "半截")
         assert server.connects == 2
+    finally:
+        agent.close()
+
+
+def test_server_question_becomes_an_interrupt_and_the_answer_goes_back(
+    notes_http: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, notes = notes_http
+    notes.write_text(json.dumps(["买牛奶", "写周报"]))
+    # the SDK's ctx.elicit sends a server-initiated request: the pre-2026 protocol
+    server = MCPServerHTTP(url, name="notes", protocol="legacy")
+    script: list[Any] = [{"name": "clear_notes", "args": {}}, "清空了。",
+                         {"name": "clear_notes", "args": {}}, "没删。"]
+    agent = Agent(model=ScriptedModel(script), tools=[server],
+                  middleware=[HumanInTheLoop(interrupt_on={"clear_notes": False})],
+                  checkpointer=SqliteCheckpointer(tmp_path / "interlock.db"))
+    try:
+        result = agent.invoke("清空笔记", thread_id="t")
+        [question] = result.interrupts
+        assert question.kind == "input"
+        assert question.value["type"] == "mcp_elicitation"
+        assert (question.value["server"], question.value["tool"]) == ("notes", "clear_notes")
+        assert question.value["message"] == "Really delete 2 notes?"
+        assert question.value["requested_schema"]["properties"]["confirm"]["type"] == "boolean"
+        assert json.loads(notes.read_text()) == ["买牛奶", "写周报"]
+        result = agent.resume("t", value={"confirm": True, "reason": "周末清理"})
+        assert result.output == "清空了。"
+        assert json.loads(notes.read_text()) == []
+        [done] = [m for m in result.messages if isinstance(m, ToolMessage)]
+        assert done.content == "deleted 2 notes (周末清理)"
+
+        # declined: the server hears "decline" and keeps the notes
+        notes.write_text(json.dumps(["a"]))
+        assert agent.invoke("再清空一次", thread_id="t").interrupts[0].kind == "input"
+        result = agent.resume("t", value="decline")
+        assert json.loads(notes.read_text()) == ["a"]
+        assert [m for m in result.messages if isinstance(m, ToolMessage)][-1].content == \
+            "kept 1 notes (decline)"
     finally:
         agent.close()

@@ -21,6 +21,13 @@
   ``idempotentHint`` (and ``readOnlyHint``) make the tool ``idempotent`` for crash recovery.
   Annotations are hints written by the server's author: trust them as much as the server.
 
+* A server that asks the user something while a tool runs (``elicitation/create``) pauses the
+  run with an ``interrupt()`` question: its value is ``{"type": "mcp_elicitation", "server",
+  "tool", "message", "requested_schema"}`` (or ``"url"``). Answer with
+  ``agent.resume(thread_id, value=...)``: the form's fields as a dict to accept, or
+  ``"decline"`` / ``"cancel"``. As with every ``interrupt()``, the tool call is made again
+  from its start on resume, and this time the server gets the answer.
+
 Each server connection lives on its own event loop in a background thread, so one connection
 serves sync and async callers, any number of runs, and survives the caller's event loops.
 """
@@ -40,18 +47,22 @@ from typing import Any, TypeVar
 
 from ..errors import ConfigurationError, InterlockError, MissingDependency
 from ..hitl import InterruptOn
+from ..interrupts import interrupt
 from ..tools import Tool, ToolContext, ToolError
 from ._schema import check_json_args
 
 try:
     import mcp_types
     from mcp import Client, StdioServerParameters
+    from mcp.client.session import ClientRequestContext
     from mcp.shared.exceptions import MCPError
 except ImportError as exc:  # pragma: no cover - exercised in a venv without the extra
     raise MissingDependency("MCP servers", "mcp", "mcp") from exc
 
 T = TypeVar("T")
 PolicyValue = bool | InterruptOn
+Asker = Any
+"""(In the server's loop) hands an elicitation to the tool call waiting in its own loop."""
 
 _OPEN: weakref.WeakSet[MCPServer] = weakref.WeakSet()
 
@@ -123,6 +134,9 @@ class MCPServer:
 
     ``prefix`` is put before every tool name (e.g. ``"repo_"``); ``include`` / ``exclude``
     select tools by their server names. ``call_timeout`` bounds one tool call (seconds).
+    ``protocol``: ``"auto"`` (the newest the server speaks), ``"legacy"`` (the
+    ``initialize`` handshake; servers that ask questions with server-initiated
+    ``elicitation/create`` requests need it) or a protocol version.
     """
 
     def __init__(
@@ -134,6 +148,7 @@ class MCPServer:
         exclude: Sequence[str] = (),
         connect_timeout: float = 60.0,
         call_timeout: float = 300.0,
+        protocol: str = "auto",
     ) -> None:
         self.name = name
         self.prefix = prefix
@@ -141,6 +156,7 @@ class MCPServer:
         self.exclude = set(exclude)
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
+        self.protocol = protocol
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -148,6 +164,7 @@ class MCPServer:
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._tools: list[MCPTool] | None = None
+        self._askers: list[Asker] = []
         self.connects = 0
         """How many times a connection was opened (a broken one is reopened on the next call)."""
 
@@ -185,7 +202,8 @@ class MCPServer:
 
         async def hold() -> None:
             try:
-                async with Client(self._target(), mode="auto") as client:
+                async with Client(self._target(), mode=self.protocol,
+                                  elicitation_callback=self._on_elicit) as client:
                     self._client = client
                     ready.set_result(client)
                     await stop.wait()
@@ -238,11 +256,26 @@ class MCPServer:
             tools.append(MCPTool(self, spec, f"{self.prefix}{spec.name}"))
         return tools
 
-    async def _call(self, tool: str, args: dict[str, Any]) -> str:
+    async def _on_elicit(self, context: ClientRequestContext,
+                         params: mcp_types.ElicitRequestParams,
+                         ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+        """(In the server's loop.) The server asks the user something during a tool call."""
+        if len(self._askers) != 1:
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_REQUEST,
+                message="interlock can route a question only while exactly one tool call of "
+                        "this server runs")
+        answer: concurrent.futures.Future[mcp_types.ElicitResult] = concurrent.futures.Future()
+        self._askers[0](params, answer)
+        return await asyncio.wrap_future(answer)
+
+    async def _call(self, tool: str, args: dict[str, Any], ask: Asker = None) -> str:
         try:
             client = await self._connected()
         except MCPServerError as exc:
             raise ToolError(f"{exc} The tool {tool!r} was not run.") from exc
+        if ask is not None:
+            self._askers.append(ask)
         try:
             result = await client.call_tool(tool, args, read_timeout_seconds=self.call_timeout)
         except MCPError as exc:
@@ -252,6 +285,9 @@ class MCPServer:
                             f"{exc}") from exc
         except Exception as exc:
             return await self._broken(tool, exc)
+        finally:
+            if ask is not None:
+                self._askers.remove(ask)
         text = _result_text(result)
         if result.is_error:
             raise ToolError(text or f"MCP tool {tool!r} reported an error without details.")
@@ -283,8 +319,32 @@ class MCPServer:
 
     async def acall(self, tool: str, args: dict[str, Any]) -> str:
         """Call ``tool`` (the server's name for it) and return its text result; an ``isError``
-        result or a broken connection raises :class:`~interlock.ToolError`."""
-        return await asyncio.wrap_future(self._submit(self._call(tool, args)))
+        result or a broken connection raises :class:`~interlock.ToolError`. Questions the
+        server asks meanwhile become ``interrupt()`` questions (inside an agent run)."""
+        caller = asyncio.get_running_loop()
+        questions: asyncio.Queue[tuple[Any, concurrent.futures.Future[Any]]] = asyncio.Queue()
+
+        def ask(params: Any, answer: concurrent.futures.Future[Any]) -> None:
+            caller.call_soon_threadsafe(questions.put_nowait, (params, answer))
+
+        call = asyncio.wrap_future(self._submit(self._call(tool, args, ask)))
+        while True:
+            question = asyncio.ensure_future(questions.get())
+            waiting: set[asyncio.Future[Any]] = {call, question}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if call.done():
+                question.cancel()
+                return call.result()
+            params, answer = question.result()
+            try:
+                reply = _elicit_answer(interrupt(_elicit_question(self.name, tool, params)))
+            except RuntimeError:  # not inside an agent run: nobody to ask
+                reply = mcp_types.ElicitResult(action="decline")
+            except BaseException:  # the run pauses for the answer: stop this call
+                answer.set_result(mcp_types.ElicitResult(action="cancel"))
+                call.cancel()
+                raise
+            answer.set_result(reply)
 
     def policy(
         self,
@@ -331,6 +391,28 @@ class MCPServer:
         if not loop.is_running():
             loop.close()
         _OPEN.discard(self)
+
+
+def _elicit_question(server: str, tool: str, params: Any) -> dict[str, Any]:
+    question: dict[str, Any] = {"type": "mcp_elicitation", "server": server, "tool": tool,
+                                "message": params.message}
+    if isinstance(params, mcp_types.ElicitRequestURLParams):
+        question["url"] = params.url
+    else:
+        question["requested_schema"] = params.requested_schema
+    return question
+
+
+def _elicit_answer(answer: Any) -> mcp_types.ElicitResult:
+    """A reviewer's answer as the server's ``ElicitResult``: a dict of the form's fields
+    accepts; ``"decline"`` / ``"cancel"`` (or ``{"action": ...}``) say so."""
+    if answer in ("decline", "cancel", "accept"):
+        return mcp_types.ElicitResult(action=answer)
+    if isinstance(answer, Mapping) and answer.get("action") in ("accept", "decline", "cancel"):
+        return mcp_types.ElicitResult(action=answer["action"], content=answer.get("content"))
+    if isinstance(answer, Mapping):
+        return mcp_types.ElicitResult(action="accept", content=dict(answer))
+    return mcp_types.ElicitResult(action="decline")
 
 
 class MCPServerStdio(MCPServer):
