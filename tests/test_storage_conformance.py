@@ -37,6 +37,7 @@ from interlock import (
 )
 from interlock.audit import GENESIS, make_record
 from interlock.messages import Message
+from interlock.outbox import Delivery, Notice, NoticeCall, OutboxEvent
 from interlock.storage import from_url
 from interlock.storage.base import (
     SCHEMA_VERSION,
@@ -441,6 +442,119 @@ def test_first_use_by_many_instances_at_once_migrates_once(stores: StoreFactory)
     assert errors == []
     assert len(run(instances[0].list_threads())) == len(instances)
     assert all(s.schema_version() == SCHEMA_VERSION for s in instances)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------- outbox
+
+
+def event(eid: str, tid: str = "t1", *, at: datetime = T0, **extra: Any) -> OutboxEvent:
+    notice = Notice(thread_id=tid, interrupt_id="i1", thread_version=1, calls=[
+        NoticeCall(tool_call_id="c1", name="write_file", args={"path": "/ü\x00"})])
+    return OutboxEvent(id=eid, type="request.raised", thread_id=tid, created_at=at,
+                       next_at=at, notice=notice, **extra)
+
+
+def test_outbox_events_are_stored_with_their_commit_only(stores: StoreFactory) -> None:
+    store = stores()
+    rec = thread("t1", 1)
+    run(store.commit(Commit(thread=rec, outbox=[event("e1"), event("e2")]),
+                     expected_version=None))
+    stale = rec.model_copy(update={"version": 2})
+    with pytest.raises(VersionConflict):
+        run(store.commit(Commit(thread=stale, outbox=[event("lost")]), expected_version=7))
+    assert [e.id for e in run(store.outbox_list())] == ["e1", "e2"]
+    got = run(store.outbox_get("e1"))
+    assert got == event("e1")
+    assert run(store.outbox_get("lost")) is None
+    assert [e.id for e in run(stores().outbox_list(thread_id="t1"))] == ["e1", "e2"]
+    assert run(store.outbox_list(thread_id="other")) == []
+
+
+def test_outbox_claim_leases_due_events_oldest_first(stores: StoreFactory) -> None:
+    store = stores()
+    later = T0 + timedelta(minutes=10)
+    run(store.commit(Commit(thread=thread("t1", 1), outbox=[
+        event("late", at=later), event("b", at=T0 + timedelta(seconds=1)), event("a")]),
+        expected_version=None))
+    lease = T0 + timedelta(seconds=30)
+    first = run(store.outbox_claim("d1", now=T0 + timedelta(seconds=5), until=lease, limit=1))
+    assert [(e.id, e.lease_owner, e.lease_until) for e in first] == [("a", "d1", lease)]
+    second = run(stores().outbox_claim("d2", now=T0 + timedelta(seconds=5), until=lease))
+    assert [e.id for e in second] == ["b"]  # "a" is leased, "late" is not due
+    # an expired lease is taken over
+    third = run(store.outbox_claim("d3", now=lease + timedelta(seconds=1),
+                                   until=lease + timedelta(seconds=60)))
+    assert [e.id for e in third] == ["a", "b"]
+    assert run(store.outbox_get("a")).lease_owner == "d3"  # type: ignore[union-attr]
+
+
+def test_outbox_update_needs_the_lease_and_retry_makes_dead_events_due(
+    stores: StoreFactory,
+) -> None:
+    store = stores()
+    run(store.commit(Commit(thread=thread("t1", 1), outbox=[event("e1")]),
+                     expected_version=None))
+    (claimed,) = run(store.outbox_claim("d1", now=T0, until=T0 + timedelta(seconds=30)))
+    dead = claimed.model_copy(update={
+        "status": "dead", "lease_owner": None, "lease_until": None,
+        "deliveries": {"hook": Delivery(status="dead", attempts=5, last_error="HTTP 500")}})
+    assert run(store.outbox_update(dead, leased_by="someone-else")) is False
+    assert run(store.outbox_get("e1")).status == "pending"  # type: ignore[union-attr]
+    assert run(store.outbox_update(dead, leased_by="d1")) is True
+    assert [e.id for e in run(store.outbox_list(status="dead"))] == ["e1"]
+    assert run(store.outbox_get("e1")) == dead
+    assert run(store.outbox_claim("d2", now=T0 + timedelta(hours=1),
+                                  until=T0 + timedelta(hours=2))) == []
+    retried = dead.model_copy(update={"status": "pending", "next_at": T0 + timedelta(hours=1)})
+    assert run(store.outbox_update(retried, leased_by=None)) is True
+    assert run(store.outbox_list(status="dead")) == []
+    again = run(store.outbox_claim("d2", now=T0 + timedelta(hours=1),
+                                   until=T0 + timedelta(hours=2)))
+    assert [e.id for e in again] == ["e1"]
+    assert again[0].deliveries == dead.deliveries
+
+
+def test_concurrent_outbox_claims_never_share_an_event(stores: StoreFactory) -> None:
+    writers = [stores() for _ in range(4)]
+    run(writers[0].commit(Commit(thread=thread("t1", 1), outbox=[
+        event(f"e{i:02d}", at=T0 + timedelta(milliseconds=i)) for i in range(40)]),
+        expected_version=None))
+
+    async def claim_all(store: Checkpointer, owner: str) -> list[str]:
+        got: list[str] = []
+        while batch := await store.outbox_claim(owner, now=T0 + timedelta(seconds=1),
+                                                until=T0 + timedelta(minutes=1), limit=3):
+            got += [e.id for e in batch]
+        return got
+
+    async def race() -> list[list[str]]:
+        return list(await asyncio.gather(*(claim_all(s, f"d{i}") for i, s in
+                                           enumerate(writers))))
+
+    claimed = [eid for got in run(race()) for eid in got]
+    assert sorted(claimed) == [f"e{i:02d}" for i in range(40)]
+
+
+def test_a_version_1_database_is_migrated_and_keeps_its_threads(stores: StoreFactory) -> None:
+    if stores.kind != "sqlite":
+        pytest.skip("the file layout of version 1 is built by hand for SQLite")
+    from interlock.storage.sqlite import MIGRATIONS
+
+    conn = sqlite3.connect(stores.sqlite_path)
+    conn.executescript(MIGRATIONS[0])
+    conn.execute("CREATE TABLE interlock_meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute("INSERT INTO interlock_meta VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO interlock_threads VALUES (?, ?, ?, ?, ?)",
+                 ("old", "idle", 1, T0.isoformat(), thread("old", 1).model_dump_json()))
+    conn.commit()
+    conn.close()
+    store = stores()
+    snap = run(store.load("old"))
+    assert snap is not None and snap.thread.thread_id == "old"
+    assert store.schema_version() == SCHEMA_VERSION  # type: ignore[attr-defined]
+    run(store.commit(Commit(thread=thread("new", 1), outbox=[event("e1", "new")]),
+                     expected_version=None))
+    assert [e.id for e in run(store.outbox_list())] == ["e1"]
 
 
 # ---------------------------------------------------------------------------- Postgres only

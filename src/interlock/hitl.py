@@ -31,6 +31,13 @@ class ActionRequest(BaseModel):
     """Why the call pauses when it is not the plain policy: e.g. ``outcome_unknown``."""
 
 
+class ApprovalRecord(BaseModel):
+    """One reviewer's approval of a call that needs several (quorum)."""
+
+    by: str
+    at: datetime
+
+
 class ReviewConfig(BaseModel):
     """What a reviewer may do with the matching action request."""
 

@@ -7,7 +7,9 @@ A thread is stored as
 * its **messages**, appended once each (``seq`` 0, 1, 2 ...), never rewritten;
 * one **journal row** per tool call (:class:`JournalEntry`), updated as the call moves
   through its states;
-* its **audit rows** (:class:`AuditRecord`), append-only and hash-chained.
+* its **audit rows** (:class:`AuditRecord`), append-only and hash-chained;
+* **outbox events** (:class:`~interlock.outbox.OutboxEvent`): notifications written in the
+  same commit as the change they announce, then delivered by a dispatcher.
 
 Every write is one atomic :meth:`Checkpointer.commit` guarded by the thread's version
 (compare-and-set), so two writers can never both advance a thread from the same state.
@@ -16,7 +18,7 @@ Every write is one atomic :meth:`Checkpointer.commit` guarded by the thread's ve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -25,8 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from ..errors import ConcurrencyError
 from ..interrupts import Interrupt
 from ..messages import Message, ToolCall, ToolMessage
+from ..outbox import OutboxEvent
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the stored format. Readers refuse a database whose version is newer."""
 
 RESOLVED_KEPT = 20
@@ -280,6 +283,11 @@ def journal_json(entry: JournalEntry) -> str:
     return entry.model_dump_json(exclude_defaults=True)
 
 
+def ts_key(at: datetime) -> str:
+    """A UTC timestamp as fixed-width text that sorts like the time (for text columns)."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
 def audit_json(record: AuditRecord) -> str:
     """How an audit row is stored by a backend that keeps ``id`` in a column of its own."""
     return record.model_dump_json(exclude={"id"})
@@ -304,6 +312,8 @@ class Commit:
     journal: list[JournalEntry] = field(default_factory=list)
     """Inserted or replaced by ``tool_call_id``."""
     audit: list[AuditRecord] = field(default_factory=list)
+    outbox: list[OutboxEvent] = field(default_factory=list)
+    """Notification events, inserted (new ids only)."""
 
 
 class VersionConflict(ConcurrencyError):
@@ -365,6 +375,29 @@ class Checkpointer(Protocol):
         self, *, thread_id: str | None = None, after_id: int = 0, limit: int = 1000
     ) -> list[AuditRecord]:
         """Audit rows in insertion order, after the given global id."""
+        ...
+
+    async def outbox_claim(
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 20
+    ) -> list[OutboxEvent]:
+        """Lease up to ``limit`` pending events that are due (``next_at <= now``) and not
+        leased by a live dispatcher (``lease_until`` unset or ``< now``) to ``owner`` until
+        ``until``; oldest due first. Two dispatchers never get the same event while its lease
+        runs."""
+        ...
+
+    async def outbox_update(self, event: OutboxEvent, *, leased_by: str | None) -> bool:
+        """Store the event's status, schedule, deliveries and lease (``event.lease_owner`` /
+        ``lease_until``) if its stored lease owner is ``leased_by`` (``None``: not leased).
+        Returns False, storing nothing, otherwise."""
+        ...
+
+    async def outbox_get(self, event_id: str) -> OutboxEvent | None: ...
+
+    async def outbox_list(
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
+    ) -> list[OutboxEvent]:
+        """Events, oldest first, optionally filtered by status and thread."""
         ...
 
     async def close(self) -> None: ...

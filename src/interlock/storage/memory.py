@@ -7,6 +7,7 @@ from collections import OrderedDict
 from datetime import datetime
 
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
+from ..outbox import OutboxEvent, outbox_json
 from .base import (
     AuditRecord,
     ChangeCursor,
@@ -49,6 +50,8 @@ class MemoryCheckpointer:
         self._threads: dict[str, _Stored] = {}
         self._audit: list[str] = []
         """Audit rows without their id, which is the position in this list plus one."""
+        self._outbox: dict[str, tuple[str, str | None, datetime | None]] = {}
+        """Event id -> (row, lease owner, lease until), in insertion order."""
         self._lock = threading.Lock()
         self._feed: OrderedDict[str, int] = OrderedDict()
         """Thread id -> position of its latest change, in change order (the change feed)."""
@@ -81,6 +84,7 @@ class MemoryCheckpointer:
         row = thread_json(change.thread)
         messages = [message_to_json(m) for m in change.messages]
         journal = [(e.tool_call_id, e.turn, journal_json(e)) for e in change.journal]
+        outbox = list(change.outbox)
         with self._lock:
             stored = self._threads.get(tid)
             if expected_version is None:
@@ -108,6 +112,8 @@ class MemoryCheckpointer:
                 self._deadlines[tid] = deadline
             else:
                 self._deadlines.pop(tid, None)
+            for ev in outbox:
+                self._outbox.setdefault(ev.id, (outbox_json(ev), None, None))
 
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
@@ -163,6 +169,51 @@ class MemoryCheckpointer:
                 if len(out) >= limit:
                     break
         return out
+
+    # -- outbox ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _event(row: tuple[str, str | None, datetime | None]) -> OutboxEvent:
+        return OutboxEvent.model_validate_json(row[0]).model_copy(
+            update={"lease_owner": row[1], "lease_until": row[2]})
+
+    async def outbox_claim(
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 20
+    ) -> list[OutboxEvent]:
+        with self._lock:
+            due = [e for e in map(self._event, self._outbox.values())
+                   if e.status == "pending" and e.next_at <= now
+                   and (e.lease_until is None or e.lease_until < now)]
+            due.sort(key=lambda e: (e.next_at, e.created_at, e.id))
+            out = []
+            for e in due[:limit]:
+                self._outbox[e.id] = (self._outbox[e.id][0], owner, until)
+                out.append(e.model_copy(update={"lease_owner": owner, "lease_until": until}))
+            return out
+
+    async def outbox_update(self, event: OutboxEvent, *, leased_by: str | None) -> bool:
+        row = outbox_json(event)
+        with self._lock:
+            stored = self._outbox.get(event.id)
+            if stored is None or stored[1] != leased_by:
+                return False
+            self._outbox[event.id] = (row, event.lease_owner, event.lease_until)
+            return True
+
+    async def outbox_get(self, event_id: str) -> OutboxEvent | None:
+        row = self._outbox.get(event_id)
+        return None if row is None else self._event(row)
+
+    async def outbox_list(
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
+    ) -> list[OutboxEvent]:
+        with self._lock:
+            rows = list(self._outbox.values())
+        events = [e for e in map(self._event, rows)
+                  if (status is None or e.status == status)
+                  and (thread_id is None or e.thread_id == thread_id)]
+        events.sort(key=lambda e: (e.created_at, e.id))
+        return events[:limit]
 
     def stored_bytes(self) -> int:
         """Bytes of serialised state held (for storage-growth measurements)."""

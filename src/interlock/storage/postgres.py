@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._offload import offload
 from ..errors import ConfigurationError, MissingDependency, StorageError
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
+from ..outbox import OutboxEvent, outbox_json
 from .base import (
     SCHEMA_VERSION,
     AuditRecord,
@@ -53,7 +54,7 @@ RECHECK_AFTER = 5.0
 """Seconds a pooled connection may sit idle before it is checked with a round trip."""
 
 TABLES = ("interlock_meta", "interlock_threads", "interlock_messages", "interlock_journal",
-          "interlock_audit")
+          "interlock_audit", "interlock_outbox")
 
 # Ordered migrations; index + 1 is the schema version they produce. ``{s}`` is the schema.
 MIGRATIONS: list[list[str]] = [
@@ -105,6 +106,20 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX interlock_threads_change ON {s}.interlock_threads (change_xid, thread_id)",
         "CREATE INDEX interlock_threads_deadline ON {s}.interlock_threads (deadline) "
         "WHERE deadline IS NOT NULL",
+    ],
+    [  # 3: the notification outbox
+        """CREATE TABLE {s}.interlock_outbox (
+            id          TEXT PRIMARY KEY,
+            thread_id   TEXT NOT NULL,
+            status      TEXT NOT NULL,
+            next_at     TIMESTAMPTZ NOT NULL,
+            created_at  TIMESTAMPTZ NOT NULL,
+            lease_owner TEXT,
+            lease_until TIMESTAMPTZ,
+            data        TEXT NOT NULL
+        )""",
+        "CREATE INDEX interlock_outbox_due ON {s}.interlock_outbox (status, next_at)",
+        "CREATE INDEX interlock_outbox_thread ON {s}.interlock_outbox (thread_id, created_at)",
     ],
 ]
 
@@ -396,6 +411,11 @@ class PostgresCheckpointer:
             "j_data": [journal_json(e) for e in change.journal],
             "a_seq": [a.seq for a in change.audit],
             "a_data": [audit_json(a) for a in change.audit],
+            "o_id": [ev.id for ev in change.outbox],
+            "o_status": [ev.status for ev in change.outbox],
+            "o_next": [ev.next_at.isoformat() for ev in change.outbox],
+            "o_created": [ev.created_at.isoformat() for ev in change.outbox],
+            "o_data": [outbox_json(ev) for ev in change.outbox],
             "lock": f"interlock-audit:{self.schema}",
         }
         stmt = q.commit_new if expected_version is None else q.commit_next
@@ -477,6 +497,58 @@ class PostgresCheckpointer:
             rows = self._read("reading the audit log", fetch)
             return [AuditRecord.model_validate_json(d).model_copy(update={"id": i})
                     for i, d in rows]
+
+        return await self._run(read)
+
+    # -- outbox ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _event(row: tuple[Any, ...]) -> OutboxEvent:
+        return OutboxEvent.model_validate_json(row[0]).model_copy(
+            update={"lease_owner": row[1], "lease_until": row[2]})
+
+    async def outbox_claim(
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 20
+    ) -> list[OutboxEvent]:
+        params = {"owner": owner, "now": now, "until": until, "limit": limit}
+
+        def write() -> list[OutboxEvent]:
+            with self._conn("claiming outbox events") as conn:
+                rows = conn.execute(self._sql.outbox_claim, params).fetchall()
+            events = [self._event(r) for r in rows]
+            events.sort(key=lambda e: (e.next_at, e.created_at, e.id))
+            return events
+
+        return await self._run(write)
+
+    async def outbox_update(self, event: OutboxEvent, *, leased_by: str | None) -> bool:
+        params = {"status": event.status, "next": event.next_at, "owner": event.lease_owner,
+                  "until": event.lease_until, "data": outbox_json(event), "id": event.id,
+                  "leased_by": leased_by}
+
+        def write() -> bool:
+            with self._conn(f"updating outbox event {event.id!r}") as conn:
+                return conn.execute(self._sql.outbox_update, params).rowcount == 1
+
+        return await self._run(write)
+
+    async def outbox_get(self, event_id: str) -> OutboxEvent | None:
+        def read() -> OutboxEvent | None:
+            row = self._read("reading an outbox event", lambda c: c.execute(
+                self._sql.outbox_get, [event_id]).fetchone())
+            return None if row is None else self._event(row)
+
+        return await self._run(read)
+
+    async def outbox_list(
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
+    ) -> list[OutboxEvent]:
+        params = {"status": status, "thread": thread_id, "limit": limit}
+
+        def read() -> list[OutboxEvent]:
+            rows = self._read("listing outbox events", lambda c: c.execute(
+                self._sql.outbox_list, params).fetchall())
+            return [self._event(r) for r in rows]
 
         return await self._run(read)
 
@@ -570,7 +642,13 @@ class _Statements:
             "WHERE cardinality(%(a_seq)b::int[]) > 0), "
             "aud AS (INSERT INTO {s}.interlock_audit (thread_id, seq, data) "
             "SELECT th.thread_id, a.seq, a.data FROM th, lk, "
-            "unnest(%(a_seq)b::int[], %(a_data)b::text[]) AS a(seq, data)) "
+            "unnest(%(a_seq)b::int[], %(a_data)b::text[]) AS a(seq, data)), "
+            "obx AS (INSERT INTO {s}.interlock_outbox "
+            "(id, thread_id, status, next_at, created_at, data) "
+            "SELECT o.id, th.thread_id, o.status, o.next::timestamptz, o.created::timestamptz, "
+            "o.data FROM th, unnest(%(o_id)b::text[], %(o_status)b::text[], "
+            "%(o_next)b::text[], %(o_created)b::text[], %(o_data)b::text[]) "
+            "AS o(id, status, next, created, data) ON CONFLICT (id) DO NOTHING) "
             "SELECT count(*) FROM th"
         )
         self.commit_new = f(
@@ -598,6 +676,26 @@ class _Statements:
         self.due = f("SELECT thread_id FROM {s}.interlock_threads WHERE deadline IS NOT NULL "
                      "AND deadline <= %s ORDER BY deadline LIMIT %s")
         self._lists: dict[tuple[bool, bool, bool], Composed] = {}
+        self.outbox_claim = f(
+            "UPDATE {s}.interlock_outbox SET lease_owner = %(owner)s, lease_until = %(until)s "
+            "WHERE id IN (SELECT id FROM {s}.interlock_outbox WHERE status = 'pending' "
+            "AND next_at <= %(now)s AND (lease_until IS NULL OR lease_until < %(now)s) "
+            "ORDER BY next_at, created_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) "
+            "RETURNING data, lease_owner, lease_until"
+        )
+        self.outbox_update = f(
+            "UPDATE {s}.interlock_outbox SET status = %(status)s, next_at = %(next)s, "
+            "lease_owner = %(owner)s, lease_until = %(until)s, data = %(data)s "
+            "WHERE id = %(id)s AND lease_owner IS NOT DISTINCT FROM %(leased_by)s"
+        )
+        self.outbox_get = f("SELECT data, lease_owner, lease_until FROM {s}.interlock_outbox "
+                            "WHERE id = %s")
+        self.outbox_list = f(
+            "SELECT data, lease_owner, lease_until FROM {s}.interlock_outbox "
+            "WHERE (%(status)s::text IS NULL OR status = %(status)s) "
+            "AND (%(thread)s::text IS NULL OR thread_id = %(thread)s) "
+            "ORDER BY created_at, id LIMIT %(limit)s"
+        )
 
     def fmt(self, text: str) -> Composed:
         from psycopg import sql

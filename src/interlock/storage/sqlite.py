@@ -13,6 +13,7 @@ from typing import Literal, TypeVar
 from .._offload import offload
 from ..errors import StorageError
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
+from ..outbox import OutboxEvent, outbox_json
 from .base import (
     SCHEMA_VERSION,
     AuditRecord,
@@ -27,6 +28,7 @@ from .base import (
     journal_json,
     review_deadline,
     thread_json,
+    ts_key,
 )
 
 T = TypeVar("T")
@@ -80,6 +82,22 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS interlock_threads_change ON interlock_threads (change_seq);
     CREATE INDEX IF NOT EXISTS interlock_threads_deadline ON interlock_threads (deadline_us)
         WHERE deadline_us IS NOT NULL;
+    """,
+    # 3: the notification outbox. Times are UTC text of fixed width (``ts_key``).
+    """
+    CREATE TABLE IF NOT EXISTS interlock_outbox (
+        id          TEXT PRIMARY KEY,
+        thread_id   TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        next_at     TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        lease_owner TEXT,
+        lease_until TEXT,
+        data        TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS interlock_outbox_due ON interlock_outbox (status, next_at);
+    CREATE INDEX IF NOT EXISTS interlock_outbox_thread
+        ON interlock_outbox (thread_id, created_at);
     """,
 ]
 
@@ -268,6 +286,8 @@ class SqliteCheckpointer:
         journal = [(t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
                     journal_json(e)) for e in change.journal]
         audit = [(a.thread_id, a.seq, audit_json(a)) for a in change.audit]
+        outbox = [(ev.id, ev.thread_id, ev.status, ts_key(ev.next_at), ts_key(ev.created_at),
+                   outbox_json(ev)) for ev in change.outbox]
 
         def w(conn: sqlite3.Connection) -> None:
             if expected_version is None:
@@ -306,6 +326,12 @@ class SqliteCheckpointer:
                 conn.executemany(
                     "INSERT INTO interlock_audit (thread_id, seq, data) VALUES (?, ?, ?)",
                     audit,
+                )
+            if outbox:
+                conn.executemany(
+                    "INSERT INTO interlock_outbox (id, thread_id, status, next_at, "
+                    "created_at, data) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                    outbox,
                 )
 
         slot = _Write(w)
@@ -434,6 +460,76 @@ class SqliteCheckpointer:
             return [
                 AuditRecord.model_validate_json(d).model_copy(update={"id": i}) for i, d in rows
             ]
+
+        return await self._run(q)
+
+    # -- outbox ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _event(data: str, owner: str | None, until: str | None) -> OutboxEvent:
+        return OutboxEvent.model_validate_json(data).model_copy(update={
+            "lease_owner": owner,
+            "lease_until": datetime.fromisoformat(until + "+00:00") if until else None})
+
+    async def outbox_claim(
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 20
+    ) -> list[OutboxEvent]:
+        n, u = ts_key(now), ts_key(until)
+
+        def w(conn: sqlite3.Connection) -> list[OutboxEvent]:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                rows = conn.execute(
+                    "UPDATE interlock_outbox SET lease_owner=?, lease_until=? WHERE id IN ("
+                    "SELECT id FROM interlock_outbox WHERE status='pending' AND next_at<=? "
+                    "AND (lease_until IS NULL OR lease_until<?) "
+                    "ORDER BY next_at, created_at, id LIMIT ?) "
+                    "RETURNING data, lease_owner, lease_until",
+                    (owner, u, n, n, limit),
+                ).fetchall()
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            events = [self._event(*r) for r in rows]
+            events.sort(key=lambda e: (e.next_at, e.created_at, e.id))
+            return events
+
+        return await self._run(w)
+
+    async def outbox_update(self, event: OutboxEvent, *, leased_by: str | None) -> bool:
+        params = (event.status, ts_key(event.next_at), event.lease_owner,
+                  ts_key(event.lease_until) if event.lease_until else None, outbox_json(event),
+                  event.id, leased_by)
+
+        def w(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE interlock_outbox SET status=?, next_at=?, lease_owner=?, lease_until=?, "
+                "data=? WHERE id=? AND lease_owner IS ?", params)
+            return cur.rowcount == 1
+
+        return await self._run(w)
+
+    async def outbox_get(self, event_id: str) -> OutboxEvent | None:
+        def q(conn: sqlite3.Connection) -> OutboxEvent | None:
+            row = conn.execute("SELECT data, lease_owner, lease_until FROM interlock_outbox "
+                               "WHERE id=?", (event_id,)).fetchone()
+            return None if row is None else self._event(*row)
+
+        return await self._run(q)
+
+    async def outbox_list(
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
+    ) -> list[OutboxEvent]:
+        where = [w for w, v in (("status=?", status), ("thread_id=?", thread_id))
+                 if v is not None]
+        params: list[object] = [v for v in (status, thread_id) if v is not None] + [limit]
+        sql = ("SELECT data, lease_owner, lease_until FROM interlock_outbox"
+               + (" WHERE " + " AND ".join(where) if where else "")
+               + " ORDER BY created_at, id LIMIT ?")
+
+        def q(conn: sqlite3.Connection) -> list[OutboxEvent]:
+            return [self._event(*r) for r in conn.execute(sql, params)]
 
         return await self._run(q)
 
