@@ -24,6 +24,7 @@ from .decisions import (
 from .errors import InterruptConflict, InvalidDecision, NoPendingInterrupt, StaleInterrupt
 from .interrupts import Interrupt
 from .messages import ToolMessage
+from .quorum import check_self_approval, record_approval
 from .storage.base import (
     FINAL_STATES,
     RESOLVED_KEPT,
@@ -190,8 +191,16 @@ def _apply_decisions(
     )
     now = txn.now()
     done: set[str] = set()
+    counted: dict[str, PendingCall] = {}
     for r in resolved:
         cid = r.call.request.tool_call_id
+        check_self_approval(txn.thread_id, r.call, r, spec.actor)
+        partial = record_approval(txn.thread_id, r.call, r, spec.actor, now)
+        if partial is not None:  # the call needs more approvals: recorded in the request
+            counted[cid] = partial
+            audit.append(AuditItem(AuditKind.APPROVAL_RECORDED, spec.actor, cid,
+                                   _approval_row(review.id, r, partial)))
+            continue
         done.add(cid)
         e = txn.s.journal[cid]
         journal.append(_decided_entry(e, r, spec.actor, now))
@@ -215,9 +224,25 @@ def _apply_decisions(
                 tool_name=e.name, created_at=now, created_by=spec.actor, tool_call_id=cid))
             audit.append(AuditItem(AuditKind.RULE_CREATED, spec.actor, cid,
                                    {"tool_name": e.name, "scope": "thread"}))
-    left = [c for c in calls if c.request.tool_call_id not in done]
+    left = [counted.get(c.request.tool_call_id, c) for c in calls
+            if c.request.tool_call_id not in done]
     narrowed = txn.replace_review(review, left)
     return [i for i in narrowed if i.id == review.id]
+
+
+def _approval_row(iid: str, r: ResolvedDecision, counted: PendingCall) -> dict[str, Any]:
+    """Audit data of an approval that does not settle the call yet (quorum)."""
+    d = r.decision
+    row: dict[str, Any] = {
+        "interrupt_id": iid, "type": d.type, "name": r.call.request.name,
+        "args_sha256": digest(r.call.request.args),
+        "approvals": len(counted.config.approved_by or []),
+        "required": counted.config.approvals_required}
+    if isinstance(d, Edit):
+        row["args"] = r.call.request.args
+        row["edited_action"] = {"name": r.exec_name, "args": r.exec_args}
+        row["restarted"] = True
+    return row
 
 
 def _decided_entry(e: JournalEntry, r: ResolvedDecision, actor: str, now: datetime,
@@ -280,17 +305,26 @@ async def cancel(txn: ThreadTxn, reason: str | None, actor: str) -> None:
 
 
 async def expire_due(txn: ThreadTxn) -> bool:
-    """Resolve review calls past their deadline. Returns True if any expired."""
+    """Escalate review calls past ``escalate_at`` and resolve those past their deadline.
+    Returns True if anything changed."""
     now = txn.now()
     review = next((i for i in txn.t.pending if i.kind == "review"), None)
     if review is None:
         return False
     calls = txn.review_calls(review)
     due = [c for c in calls if c.config.expires_at is not None and c.config.expires_at <= now]
-    if not due:
+    escalate = [c for c in calls if c not in due and c.config.escalate_at is not None
+                and c.config.escalated_at is None and c.config.escalate_at <= now]
+    if not due and not escalate:
         return False
     journal = []
     audit: list[AuditItem] = []
+    if escalate:
+        calls = [_escalated(c, now) if c in escalate else c for c in calls]
+        roles = sorted({r for c in escalate for r in (c.config.escalate_to or [])})
+        audit.append(AuditItem(AuditKind.ESCALATED, "system:escalation", None, {
+            "interrupt_id": review.id, "roles": roles,
+            "calls": [c.request.tool_call_id for c in escalate]}))
     for c in due:
         e = txn.s.journal[c.request.tool_call_id]
         msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
@@ -302,10 +336,21 @@ async def expire_due(txn: ThreadTxn) -> bool:
         audit.append(AuditItem(AuditKind.EXPIRED, "system:expiry", e.tool_call_id, {
             "interrupt_id": review.id, "name": e.name, "args": e.args,
             "expires_at": c.config.expires_at, "on_expire": "reject"}))
-    left: list[PendingCall] = [c for c in calls if c not in due]
+    due_ids = {c.request.tool_call_id for c in due}
+    left: list[PendingCall] = [c for c in calls if c.request.tool_call_id not in due_ids]
     await txn.commit(journal=journal, audit=audit, pending=txn.replace_review(review, left),
                      hold_lease=False)
     return True
+
+
+def _escalated(call: PendingCall, now: datetime) -> PendingCall:
+    """The call after escalation: the escalation roles may decide it too."""
+    cfg = call.config
+    reviewers = cfg.reviewers
+    if reviewers is not None:
+        reviewers = [*reviewers, *(r for r in cfg.escalate_to or [] if r not in reviewers)]
+    return PendingCall(call.request, cfg.model_copy(update={
+        "escalated_at": now, "reviewers": reviewers}))
 
 
 async def revoke(txn: ThreadTxn, tool_name: str, actor: str) -> bool:

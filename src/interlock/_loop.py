@@ -58,8 +58,9 @@ from .storage.base import (
 # ---------------------------------------------------------------------- entry steps
 
 
-async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message]) -> RunResult:
-    """New input on a thread (created if needed)."""
+async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message], *,
+                sender: str | None = None) -> RunResult:
+    """New input on a thread (created if needed), sent by ``sender`` when known."""
     needs_recovery = await txn.load(create=True)
     preview = next(
         (m.content[:200] for m in reversed(new_messages) if isinstance(m, UserMessage)), ""
@@ -77,7 +78,8 @@ async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message]) -> R
     # waits for that (``on_stored``, the review server), otherwise together with the model's
     # first reply (one commit less; if the process dies in between, the caller never got an
     # answer and simply sends the message again).
-    txn.stage(messages=new_messages, status="running", error=None, preview=preview)
+    txn.stage(messages=new_messages, status="running", error=None, preview=preview,
+              started_by=sender)
     if txn.on_stored is not None:
         await txn.flush()
         txn.stored()
@@ -352,7 +354,13 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
                              args_schema=deps.schema(call.name),
                              reviewers=list(mark.reviewers) if mark.reviewers is not None
                              else None,
-                             expires_at=expires_at),
+                             expires_at=expires_at,
+                             approvals=mark.approvals if mark.approvals > 1 else None,
+                             self_approval=False if not mark.self_approval else None,
+                             requested_by=txn.t.started_by,
+                             escalate_to=list(mark.escalate_to) if mark.escalate_to else None,
+                             escalate_at=now + mark.escalate_after if mark.escalate_after
+                             else None),
             ))
         elif call.name not in deps.tools_by_name:
             msg = ToolMessage(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from ._notices import outbox_events
 from ._summary import summary_updates
 from ._texts import SYSTEM, digest, public_interrupt
 from .audit import GENESIS, AuditKind, make_record
@@ -69,6 +70,8 @@ class ThreadTxn:
         """Called once, when the run's input (message, decisions, answer) is durably stored."""
         self.snap: ThreadSnapshot | None = None
         self.version: int | None = None
+        self._stored: ThreadRecord | None = None
+        """The thread row as stored (what the next commit replaces)."""
         """Version of the thread row in the store (None: not created yet)."""
         self.holding = False
         """Whether the last commit of this run holds the lease."""
@@ -134,6 +137,7 @@ class ThreadTxn:
             return False
         self.snap = snap
         self.version = snap.thread.version
+        self._stored = snap.thread
         t = snap.thread
         if t.status == "running":
             owner = t.lease_owner
@@ -203,10 +207,12 @@ class ThreadTxn:
             **lease, **summary, "version": (expected or 0) + 1, "updated_at": now,
             "audit_seq": seq, "audit_hash": prev,
         })
+        # notifications of this change are stored with it (the transactional outbox)
+        outbox = outbox_events(self._stored, new, self.s.journal, records)
         try:
             await self.store.commit(
                 Commit(thread=new, messages=self._messages, journal=list(self._journal.values()),
-                       audit=records),
+                       audit=records, outbox=outbox),
                 expected_version=expected,
             )
         except VersionConflict:
@@ -222,6 +228,7 @@ class ThreadTxn:
             ) from exc
         self.s.thread = new
         self.version = new.version
+        self._stored = new
         self.holding = hold_lease
         self._messages = []
         self._journal = {}

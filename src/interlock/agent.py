@@ -191,21 +191,25 @@ class Agent:
     async def ainvoke(
         self, input: Any, *, thread_id: str, on_stored: Callable[[], None] | None = None,
         on_event: Callable[[Event], Awaitable[None]] | None = None,
+        reviewer: Reviewer | str | None = None,
     ) -> RunResult:
         """Send a user message (or a ``Command``) and run until the answer or a pause.
 
         ``on_stored`` is called once the message (or the resume) is durably stored, before the
         run goes on (the review server answers its HTTP request then); ``on_event`` receives
-        the run's events as :meth:`astream` yields them (without the final ``RunCompleted``)."""
+        the run's events as :meth:`astream` yields them (without the final ``RunCompleted``).
+        ``reviewer``: who sends the message; the review requests of the run record it, so that
+        ``InterruptOn(self_approval=False)`` keeps that identity from approving them."""
         if isinstance(input, Command):
             spec = ResumeSpec(command=input.resume, has_command=True)
             return await self._perform(
                 thread_id, lambda txn, deps: _loop.resume(txn, deps, spec), sink=on_event,
                 on_stored=on_stored)
         messages = _coerce_input(input)
+        sender = None if reviewer is None else _reviewer(reviewer)[1]
         return await self._perform(
-            thread_id, lambda txn, deps: _loop.start(txn, deps, messages), sink=on_event,
-            on_stored=on_stored)
+            thread_id, lambda txn, deps: _loop.start(txn, deps, messages, sender=sender),
+            sink=on_event, on_stored=on_stored)
 
     async def aresume(
         self,
@@ -243,7 +247,8 @@ class Agent:
         return await self._perform(thread_id, lambda txn, deps: _loop.resume(txn, deps, spec),
                                    sink=on_event, on_stored=on_stored)
 
-    async def astream(self, input: Any, *, thread_id: str) -> AsyncIterator[Event]:
+    async def astream(self, input: Any, *, thread_id: str,
+                      reviewer: Reviewer | str | None = None) -> AsyncIterator[Event]:
         """Like :meth:`ainvoke` (a ``Command`` resumes), yielding events as they happen.
         The last event is always :class:`RunCompleted` with the result."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -253,7 +258,8 @@ class Agent:
 
         async def work() -> RunResult:
             try:
-                return await self.ainvoke(input, thread_id=thread_id, on_event=sink)
+                return await self.ainvoke(input, thread_id=thread_id, on_event=sink,
+                                          reviewer=reviewer)
             finally:
                 await queue.put(None)
 
@@ -412,10 +418,11 @@ class Agent:
     # ------------------------------------------------------------------ sync wrappers
 
     def invoke(self, input: Any, *, thread_id: str,
-               on_stored: Callable[[], None] | None = None) -> RunResult:
+               on_stored: Callable[[], None] | None = None,
+               reviewer: Reviewer | str | None = None) -> RunResult:
         """Sync form of :meth:`ainvoke`."""
-        return run_blocking(self.ainvoke(input, thread_id=thread_id, on_stored=on_stored),
-                            "invoke")
+        return run_blocking(self.ainvoke(input, thread_id=thread_id, on_stored=on_stored,
+                                         reviewer=reviewer), "invoke")
 
     def resume(
         self, thread_id: str, decisions: Any = None, *, value: Any = _UNSET,
@@ -427,9 +434,11 @@ class Agent:
                                          interrupt_id=interrupt_id, reviewer=reviewer,
                                          actor=actor, on_stored=on_stored), "resume")
 
-    def stream(self, input: Any, *, thread_id: str) -> Iterator[Event]:
+    def stream(self, input: Any, *, thread_id: str,
+               reviewer: Reviewer | str | None = None) -> Iterator[Event]:
         """Sync form of :meth:`astream`."""
-        return iterate_blocking(self.astream(input, thread_id=thread_id), "stream")
+        return iterate_blocking(self.astream(input, thread_id=thread_id, reviewer=reviewer),
+                                "stream")
 
     def recover(self, thread_id: str) -> RunResult:
         return run_blocking(self.arecover(thread_id), "recover")

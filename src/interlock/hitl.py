@@ -46,6 +46,21 @@ class ReviewConfig(BaseModel):
     args_schema: dict[str, Any] = Field(default_factory=dict)
     reviewers: list[str] | None = None
     expires_at: datetime | None = None
+    approvals: int | None = None
+    """Distinct approvals the call needs (``None``: one)."""
+    approved_by: list[ApprovalRecord] | None = None
+    """Approvals given so far, while fewer than ``approvals``."""
+    self_approval: bool | None = None
+    """``False``: whoever started the run may not approve this call."""
+    requested_by: str | None = None
+    """Who started the run that raised the request (when known)."""
+    escalate_to: list[str] | None = None
+    escalate_at: datetime | None = None
+    escalated_at: datetime | None = None
+
+    @property
+    def approvals_required(self) -> int:
+        return self.approvals or 1
 
 
 class HITLRequest(BaseModel):
@@ -128,6 +143,11 @@ class InterruptOn:
     pause is created. ``when``: ``(call) -> bool``; False lets the call run without pausing; if it
     raises, the call pauses (fail closed). ``reviewers``: roles allowed to decide.
     ``expires_after``: a pending call older than this is resolved by ``on_expire``.
+    ``approvals``: how many distinct reviewers must approve (four-eyes: 2); one reject
+    rejects; an edit restarts the count (:mod:`interlock.quorum`). ``self_approval=False``: the
+    identity that started the run may not approve its own request. ``escalate_to`` /
+    ``escalate_after``: a call still pending after ``escalate_after`` is re-notified to those
+    roles (who may then decide it too), audited as ``system:escalation``.
     """
 
     allowed_decisions: Sequence[DecisionType] = DECISION_TYPES
@@ -136,6 +156,10 @@ class InterruptOn:
     reviewers: Sequence[str] | None = None
     expires_after: timedelta | None = None
     on_expire: Literal["reject"] = "reject"
+    approvals: int = 1
+    self_approval: bool = True
+    escalate_to: Sequence[str] | None = None
+    escalate_after: timedelta | None = None
 
     def __post_init__(self) -> None:
         allowed = self.allowed_decisions
@@ -171,6 +195,31 @@ class InterruptOn:
             )
         if self.expires_after is not None and self.expires_after <= timedelta(0):
             raise ConfigurationError("InterruptOn(expires_after=...) must be a positive timedelta.")
+        if not isinstance(self.approvals, int) or isinstance(self.approvals, bool) or \
+                self.approvals < 1:
+            raise ConfigurationError(
+                f"InterruptOn(approvals={self.approvals!r}) must be a whole number >= 1 (2 for "
+                f"four-eyes approval).")
+        if self.approvals > 1 and "approve" not in self.allowed_decisions and \
+                "edit" not in self.allowed_decisions:
+            raise ConfigurationError(
+                f"InterruptOn(approvals={self.approvals}) needs 'approve' or 'edit' in "
+                f"allowed_decisions.")
+        if (self.escalate_to is None) != (self.escalate_after is None) or (
+                self.escalate_to is not None and (isinstance(self.escalate_to, str)
+                                                  or not self.escalate_to)):
+            raise ConfigurationError(
+                "InterruptOn(escalate_to=[...], escalate_after=timedelta(...)) go together: "
+                "give a non-empty list of roles and a positive timedelta.")
+        if self.escalate_after is not None:
+            if self.escalate_after <= timedelta(0):
+                raise ConfigurationError(
+                    "InterruptOn(escalate_after=...) must be a positive timedelta.")
+            if self.expires_after is not None and self.escalate_after >= self.expires_after:
+                raise ConfigurationError(
+                    f"InterruptOn(escalate_after={self.escalate_after}) must be shorter than "
+                    f"expires_after={self.expires_after}: escalation happens before the "
+                    f"default outcome applies.")
         if self.on_expire != "reject":
             raise ConfigurationError(
                 f"InterruptOn(on_expire={self.on_expire!r}) is not supported; allowed: 'reject'."
@@ -328,6 +377,10 @@ class HumanInTheLoop(Middleware):
                 reviewers=cfg.reviewers,
                 expires_after=cfg.expires_after,
                 reason=reason,
+                approvals=cfg.approvals,
+                self_approval=cfg.self_approval,
+                escalate_to=cfg.escalate_to,
+                escalate_after=cfg.escalate_after,
             )
 
     def _describe(self, cfg: InterruptOn, call: ToolCall, turn: ModelTurn) -> str:

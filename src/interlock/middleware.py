@@ -66,9 +66,18 @@ class ReviewMark:
     on_expire: Literal["reject"] = "reject"
     by: str = ""
     reason: str | None = None
+    approvals: int = 1
+    self_approval: bool = True
+    escalate_to: tuple[str, ...] | None = None
+    escalate_after: timedelta | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "approvals": self.approvals if self.approvals != 1 else None,
+            "self_approval": False if not self.self_approval else None,
+            "escalate_to": list(self.escalate_to) if self.escalate_to is not None else None,
+            "escalate_after": self.escalate_after.total_seconds() if self.escalate_after
+            else None,
             "kind": "review",
             "allowed_decisions": list(self.allowed_decisions),
             "description": self.description,
@@ -118,6 +127,11 @@ def mark_from_json(data: dict[str, Any]) -> Mark:
             on_expire=data.get("on_expire", "reject"),
             by=data.get("by", ""),
             reason=data.get("reason"),
+            approvals=int(data.get("approvals") or 1),
+            self_approval=data.get("self_approval") is not False,
+            escalate_to=tuple(data["escalate_to"]) if data.get("escalate_to") else None,
+            escalate_after=timedelta(seconds=data["escalate_after"])
+            if data.get("escalate_after") else None,
         )
     if kind == "reject":
         return RejectMark(message=data["message"], by=data.get("by", ""))
@@ -176,8 +190,13 @@ class ModelTurn:
         reviewers: Sequence[str] | None = None,
         expires_after: timedelta | None = None,
         reason: str | None = None,
+        approvals: int = 1,
+        self_approval: bool = True,
+        escalate_to: Sequence[str] | None = None,
+        escalate_after: timedelta | None = None,
     ) -> None:
-        """Pause ``call`` until a person decides."""
+        """Pause ``call`` until a person decides (``approvals`` distinct people for an
+        approval; see :mod:`interlock.quorum` and :class:`~interlock.InterruptOn`)."""
         self._set(
             call,
             ReviewMark(
@@ -187,6 +206,10 @@ class ModelTurn:
                 expires_after=expires_after,
                 by=self.current_middleware,
                 reason=reason,
+                approvals=approvals,
+                self_approval=self_approval,
+                escalate_to=tuple(escalate_to) if escalate_to is not None else None,
+                escalate_after=escalate_after,
             ),
         )
 

@@ -18,8 +18,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .hitl import ApprovalRecord
-
 EventType = Literal[
     "request.raised",
     "request.approval_recorded",
@@ -36,6 +34,13 @@ OutboxStatus = Literal["pending", "delivered", "dead"]
 DeliveryStatus = Literal["pending", "delivered", "dead", "skipped"]
 
 
+class NoticeApproval(BaseModel):
+    """One approval of a call that needs several."""
+
+    by: str
+    at: datetime
+
+
 class NoticeCall(BaseModel):
     """One tool call of a request, as a notification shows it."""
 
@@ -49,7 +54,7 @@ class NoticeCall(BaseModel):
     reviewers: list[str] | None = None
     """Roles allowed to decide (``None``: any reviewer)."""
     approvals_required: int = 1
-    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    approvals: list[NoticeApproval] = Field(default_factory=list)
     state: str = "pending_review"
     """``pending_review`` while undecided, else the journal state (approved, rejected, ...)."""
     decided_by: str | None = None

@@ -6,6 +6,7 @@
   interlock review --agent MODULE:agent walk pending requests in the terminal
   interlock threads / show / cancel     inspect and close threads
   interlock audit [verify]              the hash-chained audit log
+  interlock dispatch / outbox           deliver notifications; see and retry them
 
 Errors are printed as one line (``error: ...``); the exit status is 1 for errors and 2 for
 usage mistakes.
@@ -21,6 +22,7 @@ from .. import __version__
 from ._common import InterlockGroup
 from .audit import audit
 from .demo import demo
+from .notify import dispatch, outbox
 from .review import review
 from .threads import cancel, show, threads
 
@@ -42,7 +44,7 @@ def main() -> None:
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 
-for _command in (demo, review, threads, show, cancel, audit):
+for _command in (demo, review, threads, show, cancel, audit, dispatch, outbox):
     main.add_command(_command)
 
 try:

@@ -119,6 +119,18 @@ def message_lines(messages: list[Message], *, width: int = 600) -> RenderableTyp
     return Group(*parts) if parts else Text("(no messages)", style="dim")
 
 
+def quorum(config: ReviewConfig) -> str | None:
+    """"approvals 1 of 2 (alice)" for a call that needs several approvals; escalation."""
+    parts = []
+    if config.approvals_required > 1:
+        given = config.approved_by or []
+        who = ", ".join(a.by for a in given) or "none yet"
+        parts.append(f"approvals {len(given)} of {config.approvals_required} ({who})")
+    if config.escalated_at is not None:
+        parts.append(f"escalated to {', '.join(config.escalate_to or [])}")
+    return " · ".join(parts) or None
+
+
 def deadline(expires_at: datetime | None, now: datetime) -> str | None:
     if expires_at is None:
         return None
@@ -153,6 +165,8 @@ def request_panel(
     info = [f"allowed: {', '.join(config.allowed_decisions)}"]
     if config.reviewers:
         info.append(f"reviewers with role: {', '.join(config.reviewers)}")
+    if (q := quorum(config)) is not None:
+        info.append(q)
     if (d := deadline(config.expires_at, now)) is not None:
         info.append(d)
     rows.append(Text(" · ".join(info), style="dim"))
@@ -252,6 +266,8 @@ def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
         info = [f"allowed: {', '.join(c.allowed_decisions)}"]
         if c.reviewers:
             info.append(f"reviewers with role: {', '.join(c.reviewers)}")
+        if (q := quorum(c)) is not None:
+            info.append(q)
         if (d := deadline(c.expires_at, now)) is not None:
             info.append(d)
         parts.append(Text(" · ".join(info), style="dim"))

@@ -32,10 +32,18 @@ from ._common import DB_ENV, CliError, load_agent
 @click.option("--root-path", default="", metavar="PREFIX",
               help="URL prefix when a reverse proxy serves the inbox under a path, e.g. "
               "/interlock (the proxy strips it).")
+@click.option("--notify", "notify_file", metavar="FILE",
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Notification configuration (webhooks, Slack, e-mail; TOML): delivers the "
+              "outbox from this process and serves the Slack and e-mail decision routes.")
+@click.option("--no-dispatch", is_flag=True,
+              help="With --notify: serve the decision routes but leave delivery to a separate "
+              "`interlock dispatch`.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Path | None,
-          poll_interval: float, expiry_interval: float, root_path: str, log_level: str) -> None:
+          poll_interval: float, expiry_interval: float, root_path: str,
+          notify_file: Path | None, no_dispatch: bool, log_level: str) -> None:
     """Serve the review API and the web inbox for MODULE:AGENT (an Agent, or a function
     returning one), e.g. `interlock serve myapp.agents:agent --db sqlite:///interlock.db`.
 
@@ -53,6 +61,7 @@ def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Pa
             poll_interval=poll_interval,
             expiry_interval=timedelta(seconds=expiry_interval) if expiry_interval else None,
             log_level=log_level, on_started=_announce, root_path=root_path,
+            notify=notify_file, dispatch=not no_dispatch,
         )
     except (ConfigurationError, MissingDependency) as exc:
         raise CliError(str(exc), exit_code=2 if isinstance(exc, ConfigurationError) else 1) \

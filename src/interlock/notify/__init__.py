@@ -19,6 +19,14 @@ def build_channels(config: NotifyConfig, store: Checkpointer, *,
     """The channels configured in ``config``. ``role_of``: reviewer id -> roles (from the
     token configuration), for people listed without roles."""
     channels: list[Channel] = [WebhookChannel(w, config) for w in config.webhooks]
+    if config.slack is not None:
+        from .slack import SlackChannel
+
+        channels.append(SlackChannel(config.slack, config, store))
+    if config.email is not None:
+        from .email import EmailChannel
+
+        channels.append(EmailChannel(config.email, config, dict(role_of or {})))
     return channels
 
 

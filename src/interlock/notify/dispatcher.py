@@ -159,7 +159,8 @@ class Dispatcher:
             ref = await channel.deliver(event, d)
         except Exception as exc:
             retry = not isinstance(exc, DeliveryFailed) or exc.retry
-            error = f"{type(exc).__name__}: {exc}"[:500]
+            error = (str(exc) if isinstance(exc, DeliveryFailed)
+                     else f"{type(exc).__name__}: {exc}")[:500]
             self.stats.failed += 1
             if not retry or attempts >= self.settings.max_attempts:
                 self.stats.dead += 1

@@ -78,7 +78,8 @@ class WebhookChannel:
             async with httpx.AsyncClient(timeout=self.endpoint.timeout) as client:
                 response = await client.post(self.endpoint.url, content=body, headers=headers)
         except httpx.HTTPError as exc:
-            raise DeliveryFailed(f"{self.endpoint.url}: {type(exc).__name__}: {exc}") from exc
+            raise DeliveryFailed(f"{type(exc).__name__} from {self.endpoint.url}: {exc}") \
+                from exc
         if not 200 <= response.status_code < 300:
-            raise DeliveryFailed(f"{self.endpoint.url} answered HTTP {response.status_code}")
+            raise DeliveryFailed(f"HTTP {response.status_code} from {self.endpoint.url}")
         return None

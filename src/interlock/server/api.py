@@ -159,13 +159,14 @@ async def list_threads(
 
 @router.post("/threads", status_code=202, tags=["threads"],
              responses={**_RUN_RESPONSES, **_err(401, 409)})
-async def start_run(request: Request, state: State, _: Caller, body: StartRun,
+async def start_run(request: Request, state: State, caller: Caller, body: StartRun,
                     wait: Wait = False) -> JSONResponse:
     """Send a user message to a new thread (or to ``thread_id``) and run the agent."""
     state.limits.text("message", body.message)
     thread_id = body.thread_id or uuid.uuid4().hex
     after = state.hub.last_id()
-    result = await state.runner.start(thread_id, body.message, wait=wait)
+    result = await state.runner.start(thread_id, body.message, wait=wait,
+                                      sender=caller.id if caller.authenticated else None)
     return _outcome(request, thread_id, after, result)
 
 
@@ -178,13 +179,14 @@ async def get_thread(state: State, _: Caller, thread_id: ThreadId) -> ThreadDeta
 
 @router.post("/threads/{thread_id}/messages", status_code=202, tags=["threads"],
              responses={**_RUN_RESPONSES, **_err(401, 404, 409)})
-async def post_message(request: Request, state: State, _: Caller, thread_id: ThreadId,
+async def post_message(request: Request, state: State, caller: Caller, thread_id: ThreadId,
                        body: PostMessage, wait: Wait = False) -> JSONResponse:
     """A new user message on an existing thread (409 while it waits for a decision)."""
     state.limits.text("message", body.message)
     await state.agent.aget_thread(thread_id)
     after = state.hub.last_id()
-    result = await state.runner.start(thread_id, body.message, wait=wait)
+    result = await state.runner.start(thread_id, body.message, wait=wait,
+                                      sender=caller.id if caller.authenticated else None)
     return _outcome(request, thread_id, after, result)
 
 

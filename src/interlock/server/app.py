@@ -18,11 +18,13 @@ from starlette.exceptions import HTTPException
 from .. import __version__
 from ..agent import Agent
 from ..errors import InterlockError
+from ..notify import Dispatcher, NotifyConfig, build_channels, load_config
 from . import errors
 from .api import router
 from .auth import FailureThrottle, TokenConfig, load_tokens
 from .hub import Hub
 from .limits import Limits
+from .notify_routes import router as notify_router
 from .runner import Runner
 from .security import SecurityMiddleware
 from .state import ServerState
@@ -57,6 +59,8 @@ def create_app(
     inbox: bool = True,
     title: str = "interlock review server",
     limits: Limits | None = None,
+    notify: NotifyConfig | str | Path | None = None,
+    dispatch: bool = True,
 ) -> FastAPI:
     """Build the review server for ``agent``.
 
@@ -68,18 +72,36 @@ def create_app(
     by other processes appear within it). ``expiry_interval``: how often pending requests are
     checked against their deadline (``None`` disables the sweeper). ``inbox``: serve the web
     inbox at ``/``. ``limits``: request sizes and the failed-token throttle (:class:`Limits`;
-    the defaults suit most deployments).
+    the defaults suit most deployments). ``notify``: the notification configuration (a
+    :class:`NotifyConfig` or a TOML file, see docs/notifications.md): enables the Slack and
+    e-mail decision routes and, unless ``dispatch=False``, delivers the outbox from this
+    process.
     """
     limits = limits or Limits()
     auth = load_tokens(tokens, use_env=use_env_tokens)
+    notify_config = load_config(notify) if notify is not None else None
+    dispatcher: Dispatcher | None = None
+    if notify_config is not None and dispatch:
+        role_of = {i.id: i.roles for i in auth.identities} if auth is not None else {}
+        dispatcher = Dispatcher(
+            agent.checkpointer,
+            build_channels(notify_config, agent.checkpointer, role_of=role_of),
+            settings=notify_config.dispatch)
     hub = Hub()
     watcher = InboxWatcher(agent, hub, interval=poll_interval)
-    runner = Runner(agent, hub, watcher.poke)
+
+    def changed() -> None:
+        watcher.poke()
+        if dispatcher is not None:
+            dispatcher.poke()
+
+    runner = Runner(agent, hub, changed)
     state = ServerState(agent=agent, auth=auth, hub=hub, watcher=watcher, runner=runner,
                         limits=limits,
                         throttle=FailureThrottle(limits.failed_token_attempts,
                                                  limits.failed_token_window),
-                        sse_keepalive=sse_keepalive)
+                        sse_keepalive=sse_keepalive, notify=notify_config,
+                        dispatcher=dispatcher)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -93,6 +115,9 @@ def create_app(
             background.append(asyncio.create_task(
                 _sweep(agent, watcher, expiry_interval.total_seconds()),
                 name="interlock-expiry-sweeper"))
+        if dispatcher is not None:
+            background.append(asyncio.create_task(dispatcher.run(),
+                                                  name="interlock-outbox-dispatcher"))
         mode = f"{len(auth)} reviewer token(s)" if auth else "local mode (no tokens)"
         log.info("interlock review server for %r: %s", agent, mode)
         try:
@@ -112,6 +137,7 @@ def create_app(
     )
     app.state.interlock = state
     app.include_router(router)
+    app.include_router(notify_router)
     app.add_exception_handler(InterlockError, errors.interlock_error)
     app.add_exception_handler(errors.ApiError, errors.api_error)
     app.add_exception_handler(RequestValidationError, errors.validation_error)

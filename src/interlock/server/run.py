@@ -6,11 +6,13 @@ import logging
 import socket
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from ..agent import Agent
 from ..errors import MissingDependency
+from ..notify import NotifyConfig
 from ..storage import from_url
 from .app import create_app
 from .auth import TokenConfig, check_bind, load_tokens
@@ -32,6 +34,8 @@ def build_server(
     log_level: str = "info",
     on_started: Callable[[str], None] | None = None,
     limits: Limits | None = None,
+    notify: NotifyConfig | str | Path | None = None,
+    dispatch: bool = True,
     **uvicorn_options: Any,
 ) -> Any:
     """A configured ``uvicorn.Server`` (not started).
@@ -40,7 +44,7 @@ def build_server(
     ``INTERLOCK_TOKENS_FILE`` environment, else local mode); a non-loopback ``host`` is refused
     without tokens. ``db_url`` replaces the agent's checkpointer (``sqlite:///file.db``,
     ``postgresql://...``). ``on_started`` is called with the base URL once the socket is bound
-    (useful with ``port=0``)."""
+    (useful with ``port=0``). ``notify`` / ``dispatch`` as for :func:`create_app`."""
     try:
         import uvicorn
     except ImportError:
@@ -50,7 +54,8 @@ def build_server(
     if db_url is not None:
         agent.checkpointer = from_url(db_url)
     app = create_app(agent, tokens=auth, use_env_tokens=False, poll_interval=poll_interval,
-                     expiry_interval=expiry_interval, limits=limits)
+                     expiry_interval=expiry_interval, limits=limits,
+                     notify=notify, dispatch=dispatch)
     state = app.state.interlock
     assert isinstance(state, ServerState)
     uvicorn_options.setdefault("timeout_graceful_shutdown", 5)

@@ -36,10 +36,12 @@ class Runner:
 
     # -- entry points ------------------------------------------------------------------------
 
-    async def start(self, thread_id: str, message: str, *, wait: bool) -> RunResult | None:
-        """Send a user message (creating the thread if needed)."""
+    async def start(self, thread_id: str, message: str, *, wait: bool,
+                    sender: str | None = None) -> RunResult | None:
+        """Send a user message (creating the thread if needed) as ``sender``."""
         return await self._launch(thread_id, lambda stored, sink: self.agent.ainvoke(
-            message, thread_id=thread_id, on_stored=stored, on_event=sink), wait)
+            message, thread_id=thread_id, on_stored=stored, on_event=sink, reviewer=sender),
+            wait)
 
     async def resume(
         self, thread_id: str, decisions: Any, *, interrupt_id: str | None,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from fastapi import Request
 
 from ..agent import Agent
+from ..notify import Dispatcher, NotifyConfig
 from .auth import FailureThrottle, TokenAuth
 from .hub import Hub
 from .limits import Limits
@@ -25,6 +26,8 @@ class ServerState:
     limits: Limits = field(default_factory=Limits)
     throttle: FailureThrottle = field(default_factory=FailureThrottle)
     sse_keepalive: float = 15.0
+    notify: NotifyConfig | None = None
+    dispatcher: Dispatcher | None = None
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
 
     def end_streams(self) -> None:

@@ -110,6 +110,11 @@ class MarkRecord(_Record):
     message: str | None = None
     rule: str | None = None
     by: str | None = None
+    approvals: int | None = None
+    self_approval: bool | None = None
+    escalate_to: list[str] | None = None
+    escalate_after: float | None = None
+    """Seconds."""
 
 
 class HookProgress(_Record):
@@ -177,6 +182,9 @@ class ThreadRecord(BaseModel):
     error: str | None = None
     preview: str = ""
     """First characters of the latest user message (for inbox listings)."""
+    started_by: str | None = None
+    """Who sent the message that started the current run, when the caller said so (review
+    requests it raises record it for ``InterruptOn(self_approval=False)``)."""
     last_decision: str = ""
     """The latest decision, e.g. ``approved execute_sql (alice)`` (for inbox listings)."""
     outcome: str = ""
@@ -252,8 +260,9 @@ class ChangePage:
 
 
 def review_deadline(thread: ThreadRecord) -> datetime | None:
-    """The earliest ``expires_at`` among the thread's pending review calls (``None``: no
-    deadline). Stores keep it in an indexed column, so that expiry reads only what is due."""
+    """The earliest ``expires_at`` — or ``escalate_at`` of a call not escalated yet — among the
+    thread's pending review calls (``None``: no deadline). Stores keep it in an indexed column,
+    so that expiry and escalation read only what is due."""
     earliest: datetime | None = None
     for intr in thread.pending:
         if intr.kind != "review":
@@ -262,12 +271,15 @@ def review_deadline(thread: ThreadRecord) -> datetime | None:
         configs = (value.get("review_configs") if isinstance(value, dict)
                    else getattr(value, "review_configs", None)) or []
         for config in configs:
-            at = (config.get("expires_at") if isinstance(config, dict)
-                  else getattr(config, "expires_at", None))
-            if isinstance(at, str):
-                at = datetime.fromisoformat(at)
-            if isinstance(at, datetime) and (earliest is None or at < earliest):
-                earliest = at
+            for key in ("expires_at", "escalate_at"):
+                at = (config.get(key) if isinstance(config, dict) else getattr(config, key, None))
+                if key == "escalate_at" and (config.get("escalated_at") if isinstance(
+                        config, dict) else getattr(config, "escalated_at", None)):
+                    continue
+                if isinstance(at, str):
+                    at = datetime.fromisoformat(at)
+                if isinstance(at, datetime) and (earliest is None or at < earliest):
+                    earliest = at
     return earliest
 
 

@@ -546,11 +546,14 @@ function reviewCard(t, intr, action, config, tool) {
   if (allowed.has("approve")) {
     buttons.push(keyButton("Approve", "A", { class: "btn approve",
       onclick: () => decide({ type: "approve" }, error) }));
-    buttons.push(keyButton("Approve & remember for this thread", "M", { class: "btn approve-remember",
-      title: `Approve, and approve later ${action.name} calls in this thread without asking`,
-      onclick: () => decide({ type: "approve", remember: "thread" }, error) }));
     keys.a = () => confirmFirst("Approve", { type: "approve" });
-    keys.m = () => confirmFirst("Approve and remember", { type: "approve", remember: "thread" });
+    // a call that needs several approvals cannot be remembered (it would skip the others)
+    if ((config.approvals || 1) <= 1) {
+      buttons.push(keyButton("Approve & remember for this thread", "M", { class: "btn approve-remember",
+        title: `Approve, and approve later ${action.name} calls in this thread without asking`,
+        onclick: () => decide({ type: "approve", remember: "thread" }, error) }));
+      keys.m = () => confirmFirst("Approve and remember", { type: "approve", remember: "thread" });
+    }
   }
   if (allowed.has("edit")) {
     buttons.push(keyButton("Edit…", "E", { class: "btn edit", onclick: () => openPanel("edit") }));
@@ -582,6 +585,12 @@ function reviewCard(t, intr, action, config, tool) {
   if (action.reason) badges.push(h("span", { class: "badge warn" }, action.reason === "outcome_unknown" ? "outcome unknown" : action.reason));
   if (config.expires_at) badges.push(h("span", { class: "badge muted-badge", title: config.expires_at }, "expires ", relTime(config.expires_at)));
   if (config.reviewers) badges.push(h("span", { class: "badge role" }, "role: ", config.reviewers.join(" or ")));
+  if ((config.approvals || 1) > 1) {
+    const given = (config.approved_by || []).map((a) => a.by);
+    badges.push(h("span", { class: "badge role", title: "approvals needed from distinct reviewers" },
+      `approvals ${given.length} of ${config.approvals}`, given.length ? `: ${given.join(", ")}` : ""));
+  }
+  if (config.escalated_at) badges.push(h("span", { class: "badge warn" }, "escalated"));
 
   append(card, [
     h("header", { class: "card-head" },

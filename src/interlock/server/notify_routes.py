@@ -1,0 +1,274 @@
+"""Routes for the notification channels: the outbox API, Slack's interactive callbacks and the
+confirmation pages of e-mail decision links.
+
+Slack and e-mail decide through the same runner and core decision path as the HTTP API, as
+the reviewer their channel maps to (a Slack user listed in the notification configuration; the
+reviewer a link was signed for). Neither uses a bearer token: Slack requests are checked with
+the app's signing secret, links with their signature, expiry and the request's current state.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections.abc import Mapping
+from typing import Annotated, Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from ..decisions import Reviewer
+from ..errors import InterlockError
+from ..hitl import HITLRequest
+from ..notify import retry_event
+from ..notify.config import NotifyConfig, Person
+from ..notify.email import Link, LinkRefused, LinkSigner, call_digest
+from ..notify.render import args_text, visible
+from ..outbox import OutboxEvent
+from .api import Caller
+from .errors import ApiError
+from .state import ServerState, get_state
+
+State = Annotated[ServerState, Depends(get_state)]
+router = APIRouter()
+
+
+def _config(state: ServerState) -> NotifyConfig:
+    if state.notify is None:
+        raise ApiError(404, "NotificationsNotConfigured",
+                       "This server runs without a notification configuration; start it with "
+                       "--notify FILE (see docs/notifications.md).")
+    return state.notify
+
+
+def _roles(state: ServerState, person: Person) -> frozenset[str]:
+    if person.roles is not None:
+        return frozenset(person.roles)
+    if state.auth is not None:
+        for identity in state.auth.identities:
+            if identity.id == person.id:
+                return identity.roles
+    return frozenset()
+
+
+# -- the outbox -------------------------------------------------------------------------------
+
+
+@router.get("/api/outbox", tags=["notifications"])
+async def list_outbox(
+    state: State, _: Caller,
+    status: Annotated[str | None, Query(pattern="^(pending|delivered|dead)$")] = None,
+    thread_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> list[dict[str, Any]]:
+    """Notification events and their deliveries, oldest first (``status=dead``: the ones that
+    gave up; retry them with ``POST /api/outbox/{id}/retry``)."""
+    events = await state.agent.checkpointer.outbox_list(status=status, thread_id=thread_id,
+                                                        limit=limit)
+    return [e.model_dump(mode="json") for e in events]
+
+
+@router.post("/api/outbox/{event_id}/retry", tags=["notifications"])
+async def retry_outbox(state: State, _: Caller, event_id: str) -> dict[str, Any]:
+    """Deliver a dead event again (its dead deliveries start over; the id stays the same)."""
+    event: OutboxEvent | None = await retry_event(state.agent.checkpointer, event_id)
+    if event is None:
+        raise ApiError(404, "EventNotFound",
+                       f"There is no dead outbox event {event_id!r}; list them with "
+                       f"GET /api/outbox?status=dead.")
+    if state.dispatcher is not None:
+        state.dispatcher.poke()
+    return event.model_dump(mode="json")
+
+
+# -- Slack ------------------------------------------------------------------------------------
+
+
+async def _slack_say(state: ServerState, channel: str | None, user: str, text: str) -> None:
+    """An ephemeral message only ``user`` sees (best effort)."""
+    import asyncio
+
+    from ..notify.slack import web_client
+
+    cfg = _config(state)
+    if cfg.slack is None or not channel:
+        return
+    client = web_client(cfg.slack)
+    try:
+        await asyncio.to_thread(client.chat_postEphemeral, channel=channel, user=user, text=text)
+    except Exception:  # the refusal itself is what matters; Slack may be unreachable
+        return
+
+
+@router.post("/api/slack/interactions", include_in_schema=False)
+async def slack_interactions(request: Request, state: State) -> Response:
+    from slack_sdk.signature import SignatureVerifier
+
+    from ..notify.slack import ACTION_APPROVE, ACTION_REJECT
+
+    cfg = _config(state)
+    if cfg.slack is None:
+        raise ApiError(404, "SlackNotConfigured", "Slack is not configured on this server.")
+    body = await request.body()
+    verifier = SignatureVerifier(cfg.slack.signing_secret)
+    if not verifier.is_valid(body, request.headers.get("x-slack-request-timestamp", ""),
+                             request.headers.get("x-slack-signature", "")):
+        return JSONResponse({"error": "InvalidSignature", "message": "The request is not "
+                             "signed with this app's signing secret, or its timestamp is "
+                             "older than five minutes."}, status_code=401)
+    try:
+        payload = json.loads(parse_qs(body.decode())["payload"][0])
+        user = str(payload["user"]["id"])
+        channel = (payload.get("channel") or {}).get("id")
+        action = payload["actions"][0]
+        action_id = str(action["action_id"])
+        value = json.loads(action.get("value") or "{}")
+    except (KeyError, IndexError, ValueError, TypeError):
+        return Response(status_code=200)  # not an interaction we sent: nothing to do
+    kind = ("approve" if action_id.startswith(ACTION_APPROVE) else
+            "reject" if action_id.startswith(ACTION_REJECT) else None)
+    if kind is None:
+        return Response(status_code=200)  # link buttons: Slack opens the inbox
+    person = cfg.person(slack_user=user)
+    if person is None:
+        await _slack_say(state, channel, user,
+                         f"interlock: your Slack user {user} is not mapped to a reviewer, so "
+                         f"you cannot decide requests here. Ask an administrator to add "
+                         f"slack_user = \"{user}\" to your entry in the notification "
+                         f"configuration.")
+        return Response(status_code=200)
+    try:
+        await _decide(state, person, str(value["t"]), str(value["i"]), str(value["c"]),
+                      str(value["d"]), {"type": kind})
+    except (InterlockError, ApiError, KeyError) as exc:
+        await _slack_say(state, channel, user, f"interlock: not decided: {_text(exc)}")
+    return Response(status_code=200)
+
+
+def _text(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, ApiError) else str(exc)
+
+
+async def _decide(state: ServerState, person: Person, thread_id: str, interrupt_id: str,
+                  call_id: str, digest: str, decision: Mapping[str, Any]) -> None:
+    """Decide one call as ``person``, if it is still the exact call they were shown."""
+    await _current_call(state, thread_id, interrupt_id, call_id, digest)
+    reviewer = Reviewer(person.id, _roles(state, person))
+    await state.runner.resume(thread_id, {call_id: dict(decision)}, interrupt_id=interrupt_id,
+                              reviewer=reviewer, actor=person.id, wait=False)
+
+
+async def _current_call(state: ServerState, thread_id: str, interrupt_id: str, call_id: str,
+                        digest: str) -> tuple[Any, Any]:
+    snap = await state.agent.checkpointer.load(thread_id)
+    review = None if snap is None else next(
+        (i for i in snap.thread.pending if i.id == interrupt_id), None)
+    if review is None:
+        raise ApiError(409, "RequestGone",
+                       "This request is no longer pending (it was decided, cancelled or "
+                       "expired). Open the thread in the inbox to see what happened.")
+    req = HITLRequest.model_validate(review.value)
+    for a, c in zip(req.action_requests, req.review_configs, strict=True):
+        if a.tool_call_id == call_id:
+            if call_digest(a.name, a.args) != digest:
+                raise ApiError(409, "CallChanged",
+                               "The call was edited since this message was sent; open the "
+                               "request in the inbox to see the call that would run now.")
+            return a, c
+    raise ApiError(409, "RequestGone", f"Call {call_id!r} is no longer pending (it was decided).")
+
+
+# -- e-mail links -----------------------------------------------------------------------------
+
+
+def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<meta name='viewport' content='width=device-width'>"
+        f"<link rel='stylesheet' href='../../static/inbox.css'></head>"
+        f"<body><main class='link-page'><h1>{html.escape(title)}</h1>{body}</main></body></html>",
+        status_code=status, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+
+
+def _link(state: ServerState, token: str) -> tuple[Link, Person]:
+    cfg = _config(state)
+    if cfg.email is None:
+        raise ApiError(404, "EmailNotConfigured", "E-mail is not configured on this server.")
+    link = LinkSigner(cfg.email.link_secret).check(token, time.time())
+    person = cfg.person(pid=link.reviewer)
+    if person is None:
+        raise LinkRefused(f"Reviewer {link.reviewer!r} is no longer configured for e-mail "
+                          f"decisions.")
+    return link, person
+
+
+async def _check(state: ServerState, token: str) -> tuple[Link, Person, Any, Any]:
+    link, person = _link(state, token)
+    action, config = await _current_call(state, link.thread_id, link.interrupt_id,
+                                         link.tool_call_id, link.digest)
+    if any(a.by == person.id for a in config.approved_by or []):
+        raise LinkRefused("You already approved this call; it waits for other reviewers. "
+                          "This link has been used.")
+    return link, person, action, config
+
+
+def _refusal(exc: Exception) -> HTMLResponse:
+    status = 409 if isinstance(exc, ApiError) else 410 if isinstance(exc, LinkRefused) else 400
+    return _page("This link cannot be used", f"<p>{html.escape(_text(exc))}</p>", status)
+
+
+@router.get("/notify/email/{token}", include_in_schema=False)
+async def email_link(request: Request, state: State, token: str) -> HTMLResponse:
+    """The confirmation page. Opening a link never decides anything."""
+    try:
+        link, person, action, config = await _check(state, token)
+    except (LinkRefused, ApiError) as exc:
+        return _refusal(exc)
+    need = config.approvals_required
+    given = config.approved_by or []
+    parts = [
+        f"<p>Reviewer: <b>{html.escape(person.id)}</b> · thread "
+        f"<code>{html.escape(visible(link.thread_id, 200))}</code></p>",
+        f"<p>Tool: <b>{html.escape(visible(action.name, 200))}</b></p>",
+        f"<pre>{html.escape(args_text(action.args, 20000))}</pre>",
+    ]
+    if action.description:
+        parts.append(f"<p>{html.escape(visible(action.description, 2000))}</p>")
+    if need > 1:
+        parts.append(f"<p>Approvals: {len(given)} of {need}"
+                     f" ({html.escape(', '.join(a.by for a in given) or 'nobody yet')})</p>")
+    buttons = []
+    if "approve" in config.allowed_decisions:
+        buttons.append("<button name='decision' value='approve'>Approve</button>")
+    if "reject" in config.allowed_decisions:
+        buttons.append("<label>Reason (optional) <input name='message' maxlength='2000'>"
+                       "</label> <button name='decision' value='reject'>Reject</button>")
+    parts.append(f"<form method='post'>{' '.join(buttons)}</form>" if buttons else
+                 "<p>Decide this call in the inbox.</p>")
+    return _page("Confirm your decision", "".join(parts))
+
+
+@router.post("/notify/email/{token}", include_in_schema=False)
+async def email_decide(request: Request, state: State, token: str) -> HTMLResponse:
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    kind = (form.get("decision") or [""])[0]
+    message = (form.get("message") or [""])[0].strip() or None
+    try:
+        link, person, _, config = await _check(state, token)
+        if kind not in ("approve", "reject") or kind not in config.allowed_decisions:
+            raise ApiError(422, "InvalidDecision",
+                           f"{kind!r} is not a decision this link can make.")
+        decision: dict[str, Any] = {"type": kind}
+        if kind == "reject" and message:
+            decision["message"] = message
+        await _decide(state, person, link.thread_id, link.interrupt_id, link.tool_call_id,
+                      link.digest, decision)
+    except (LinkRefused, ApiError) as exc:
+        return _refusal(exc)
+    except InterlockError as exc:
+        return _page("Not decided", f"<p>{html.escape(str(exc))}</p>", 409)
+    done = "approved" if kind == "approve" else "rejected"
+    return _page("Thank you", f"<p>You {done} the call. Your decision is recorded in the audit "
+                 f"log as {html.escape(person.id)}.</p>")

@@ -1,0 +1,51 @@
+"""A small agent for the notification tests: one SQL tool whose executions are counted in a
+file (so that a count survives and spans processes)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from interlock import Agent, Checkpointer, HumanInTheLoop, InterruptOn, ScriptedModel, tool
+
+QUERY = "DELETE FROM orders WHERE id = 7 \u202e-- harmless"
+
+
+def runs_file() -> Path:
+    return Path(os.environ.get("INTERLOCK_TEST_RUNS", "/tmp/interlock-notify-runs.txt"))
+
+
+@tool
+def execute_sql(query: str) -> str:
+    """Run a SQL statement against the orders database."""
+    with runs_file().open("a", encoding="utf-8") as f:
+        f.write(query.replace("\n", " ") + "\n")
+    return "1 row deleted"
+
+
+def executions() -> list[str]:
+    p = runs_file()
+    return p.read_text(encoding="utf-8").splitlines() if p.exists() else []
+
+
+def make_agent(store: Checkpointer, policy: InterruptOn | None = None,
+               clock: Callable[[], datetime] | None = None, **kw: Any) -> Agent:
+    policy = policy or InterruptOn(allowed_decisions=["approve", "reject"], reviewers=["dba"])
+    extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
+    return Agent(
+        model=ScriptedModel([{"name": "execute_sql", "args": {"query": QUERY}}, "Done."]),
+        tools=[execute_sql],
+        middleware=[HumanInTheLoop(interrupt_on={"execute_sql": policy})],
+        checkpointer=store, **extra, **kw)
+
+
+def notify_agent() -> Agent:
+    """For ``interlock serve tests.notify.agents:notify_agent --db ...`` (the store is
+    replaced by --db)."""
+    from interlock import MemoryCheckpointer
+
+    return make_agent(MemoryCheckpointer(),
+                      InterruptOn(allowed_decisions=["approve", "reject"]))

@@ -1,0 +1,70 @@
+"""Dead deliveries are visible and retryable from the command line and the API."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from interlock import SqliteCheckpointer
+from interlock.cli import main
+from interlock.notify import Dispatcher, NotifyConfig, build_channels
+from server.live import LiveServer
+
+from .agents import make_agent
+from .fakes import new_secret, webhook_receiver
+
+
+def test_dead_events_listed_and_retried_by_cli_and_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
+    secret = new_secret()
+    db = tmp_path / "db.sqlite"
+    store = SqliteCheckpointer(db)
+    agent = make_agent(store)
+    agent.invoke("one", thread_id="t1")
+    agent.invoke("two", thread_id="t2")
+    url = f"sqlite:///{db}"
+    with webhook_receiver(secret, fail_first=1000) as rx:
+        config = NotifyConfig.model_validate({
+            "webhooks": [{"name": "ops", "url": rx.url, "secret": secret}],
+            "dispatch": {"max_attempts": 1}})
+        asyncio.run(Dispatcher(store, build_channels(config, store),
+                               settings=config.dispatch).run_once())
+        assert len(rx.received) == 2
+        runner = CliRunner()
+        listed = runner.invoke(main, ["outbox", "--db", url, "--status", "dead"],
+                               env={"COLUMNS": "200"})
+        assert listed.exit_code == 0, listed.output
+        dead = asyncio.run(store.outbox_list(status="dead"))
+        assert len(dead) == 2
+        for e in dead:
+            assert e.id in listed.output
+        assert listed.output.count("webhook:ops=dead/1 (HTTP 500 from") == 2
+
+        retried = runner.invoke(main, ["outbox", "retry", dead[0].id, "--db", url])
+        assert retried.exit_code == 0, retried.output
+        assert [e.id for e in asyncio.run(store.outbox_list(status="dead"))] == [dead[1].id]
+        missing = runner.invoke(main, ["outbox", "retry", "evt_nope", "--db", url])
+        assert missing.exit_code == 1 and "no dead outbox event" in missing.output
+
+        server = LiveServer(agent)
+        try:
+            api = httpx.get(f"{server.url}/api/outbox", params={"status": "dead"}).json()
+            assert [e["id"] for e in api] == [dead[1].id]
+            assert api[0]["deliveries"]["webhook:ops"]["status"] == "dead"
+            ok = httpx.post(f"{server.url}/api/outbox/{dead[1].id}/retry")
+            assert ok.status_code == 200 and ok.json()["status"] == "pending"
+            gone = httpx.post(f"{server.url}/api/outbox/{dead[1].id}/retry")
+            assert gone.status_code == 404
+        finally:
+            server.stop()
+        rx.fail_first = 0
+        asyncio.run(Dispatcher(store, build_channels(config, store),
+                               settings=config.dispatch).run_once())
+    assert {e.status for e in asyncio.run(store.outbox_list())} == {"delivered"}
+    assert len(rx.accepted) == 2

@@ -1,0 +1,136 @@
+"""Slack against a local fake Web API: the request message, signed interactive callbacks
+(checked with ``slack_sdk``'s verifier), user mapping, and message updates."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+from slack_sdk.signature import SignatureVerifier
+
+from interlock import Reviewer, SqliteCheckpointer
+from interlock.notify import NotifyConfig
+from server.live import LiveServer
+
+from .agents import QUERY, executions, make_agent
+from .fakes import FakeSlack, fake_slack
+
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+
+
+def wait_for(check: Any, timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, ...]]:
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
+    store = SqliteCheckpointer(tmp_path / "db.sqlite")
+    agent = make_agent(store)
+    with fake_slack() as slack:
+        config = NotifyConfig.model_validate({
+            "public_url": "https://review.example.com",
+            "slack": {"token": slack.token, "signing_secret": SIGNING_SECRET,
+                      "channel": "#approvals", "channels": {"dba": "#dba"},
+                      "api_url": slack.url},
+            "reviewers": [{"id": "alice", "roles": ["dba"], "slack_user": "U_ALICE"},
+                          {"id": "bob", "roles": ["ops"], "slack_user": "U_BOB"}],
+            "dispatch": {"poll_interval": 0.05, "backoff": 0.05}})
+        server = LiveServer(agent, notify=config)
+        try:
+            yield agent, slack, server
+        finally:
+            server.stop()
+
+
+def signed(body: bytes, ts: int | None = None, secret: str = SIGNING_SECRET) -> dict[str, str]:
+    ts = int(time.time()) if ts is None else ts
+    sig = SignatureVerifier(secret).generate_signature(timestamp=str(ts), body=body)
+    return {"x-slack-request-timestamp": str(ts), "x-slack-signature": sig,
+            "content-type": "application/x-www-form-urlencoded"}
+
+
+def click(button: dict[str, Any], user: str) -> bytes:
+    payload = {"type": "block_actions", "user": {"id": user, "username": user},
+               "channel": {"id": "CDBA"}, "actions": [button]}
+    return urlencode({"payload": json.dumps(payload)}).encode()
+
+
+def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]]
+
+
+def test_request_message_buttons_and_a_signed_approval(setup: tuple[Any, ...]) -> None:
+    agent, slack, server = setup
+    slack: FakeSlack
+    assert agent.invoke("clean up", thread_id="t1").interrupted
+    (posted,) = wait_for(lambda: slack.of("chat.postMessage"))
+    assert posted["channel"] == "#dba"  # the role's channel
+    shown = json.dumps(posted["blocks"], ensure_ascii=False)
+    assert "⟨U+202E⟩" in shown and "\u202e" not in shown  # the bidi control is made visible
+    assert "execute_sql" in shown
+    btns = buttons(posted)
+    assert sorted(b["text"]["text"] for b in btns) == ["Approve", "Reject"]
+    approve = next(b for b in btns if b["text"]["text"] == "Approve")
+    url = f"{server.url}/api/slack/interactions"
+
+    # refused: a bad signature, an old timestamp, an unmapped user, a user without the role
+    body = click(approve, "U_ALICE")
+    bad = httpx.post(url, content=body, headers=signed(body, secret="another-secret-000000000"))
+    assert bad.status_code == 401
+    old = httpx.post(url, content=body, headers=signed(body, ts=int(time.time()) - 600))
+    assert old.status_code == 401
+    stranger = click(approve, "U_STRANGER")
+    assert httpx.post(url, content=stranger, headers=signed(stranger)).status_code == 200
+    (refusal,) = wait_for(lambda: slack.of("chat.postEphemeral"))
+    assert refusal["user"] == "U_STRANGER" and "not mapped" in refusal["text"]
+    wrong_role = click(approve, "U_BOB")
+    assert httpx.post(url, content=wrong_role, headers=signed(wrong_role)).status_code == 200
+    second = wait_for(lambda: slack.of("chat.postEphemeral")[1:])
+    assert second[0]["user"] == "U_BOB" and "dba" in second[0]["text"]
+    assert executions() == []
+    assert agent.get_thread("t1").status == "interrupted"
+    assert not [a for a in agent.audit("t1") if a.kind == "decision"]
+
+    # a mapped reviewer with the role: the call runs once, the message shows the outcome
+    ok = httpx.post(url, content=body, headers=signed(body))
+    assert ok.status_code == 200
+    wait_for(lambda: agent.get_thread("t1").status == "completed")
+    assert executions() == [QUERY]
+    decision = next(a for a in agent.audit("t1") if a.kind == "decision")
+    assert decision.actor == "alice"
+    updates = wait_for(lambda: slack.of("chat.update"))
+    assert updates[-1]["ts"] == "1700000001.000100"
+    text = json.dumps(updates[-1]["blocks"])
+    assert "approved by alice" in text and buttons(updates[-1]) == []
+
+    # the same click again (freshly signed) changes nothing
+    again = httpx.post(url, content=body, headers=signed(body))
+    assert again.status_code == 200
+    wait_for(lambda: len(slack.of("chat.postEphemeral")) == 3)
+    assert executions() == [QUERY]
+
+
+def test_a_decision_elsewhere_updates_the_slack_message(setup: tuple[Any, ...]) -> None:
+    agent, slack, _ = setup
+    agent.invoke("clean up", thread_id="t2")
+    wait_for(lambda: slack.of("chat.postMessage"))
+    agent.resume("t2", [{"type": "reject", "message": "not today"}],
+                 reviewer=Reviewer("carol", frozenset({"dba"})))
+    (update,) = wait_for(lambda: slack.of("chat.update"))
+    text = json.dumps(update["blocks"])
+    assert "rejected by carol: not today" in text
+    assert buttons(update) == []
+    assert executions() == []
