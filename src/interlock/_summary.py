@@ -31,6 +31,11 @@ def _decision_line(kind: str, actor: str, data: dict[str, Any]) -> str | None:
         if isinstance(edited, dict) and edited.get("name") not in (None, name):
             name = f"{name} → {edited['name']}"
         return f"{verb} {name} ({actor})"
+    if kind == "approval_recorded":
+        return (f"approved {name} ({actor}), {data.get('approvals')} of "
+                f"{data.get('required')} approvals")
+    if kind == "escalated":
+        return f"escalated to {', '.join(str(r) for r in data.get('roles') or [])}"
     if kind == "auto_approved":
         return f"auto-approved {name} (remembered approval)"
     if kind == "expired":
