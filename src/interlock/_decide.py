@@ -3,7 +3,8 @@ revoking. Each is validated in full first, then stored in one commit of the run 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ from .decisions import (
     ResolvedDecision,
     Respond,
     Reviewer,
+    is_decision,
     resolve_decisions,
 )
 from .errors import InterruptConflict, InvalidDecision, NoPendingInterrupt, StaleInterrupt
@@ -49,6 +51,8 @@ class ResumeSpec:
     actor: str = "local"
     command: Any = None
     has_command: bool = False
+    reviews: dict[str, Any] | None = None
+    """interrupt id -> decisions, when one resume answers several review interrupts."""
 
     def targets(self) -> list[str]:
         """The interrupt ids this resume names."""
@@ -68,21 +72,46 @@ def raise_if_answered(txn: ThreadTxn, spec: ResumeSpec) -> None:
 
 
 def _interpret_command(spec: ResumeSpec, pending: list[Interrupt]) -> None:
-    """``Command(resume=...)``: decisions, ``{interrupt_id: answer}`` or a plain answer."""
+    """``Command(resume=...)``: decisions (also a single bare decision while a review is
+    pending), ``{interrupt_id: answer}`` for any pending interrupts, or a plain answer."""
     raw = spec.command
     ids = {i.id: i for i in pending}
     if isinstance(raw, dict) and raw and set(raw) <= set(ids):
         values: dict[str, Any] = {}
+        reviews: dict[str, Any] = {}
         for iid, answer in raw.items():
-            if ids[iid].kind == "review":
-                spec.decisions, spec.interrupt_id = answer, iid
-            else:
-                values[iid] = answer
+            (reviews if ids[iid].kind == "review" else values)[iid] = answer
         spec.values = values
-    elif (isinstance(raw, dict) and "decisions" in raw) or isinstance(raw, list):
+        if len(reviews) == 1:
+            [(spec.interrupt_id, spec.decisions)] = reviews.items()
+        elif reviews:
+            spec.reviews = reviews
+    elif (isinstance(raw, dict) and "decisions" in raw) or isinstance(raw, list) or (
+            is_decision(raw) and any(i.kind == "review" for i in pending)):
         spec.decisions = raw
     else:
         spec.value, spec.has_value = raw, True
+
+
+def _by_interrupt(txn: ThreadTxn, pending: list[Interrupt], spec: ResumeSpec,
+                  ) -> dict[str, Any] | None:
+    """Decisions for several review interrupts in one resume: ``spec.reviews``, or a mapping
+    ``{tool_call_id: decision}`` whose calls belong to different review interrupts (one
+    interrupt per call in ``per_call`` mode). None when the decisions target one interrupt."""
+    if spec.reviews:
+        return spec.reviews
+    reviews = [i for i in pending if i.kind == "review"]
+    raw = spec.decisions
+    if (spec.interrupt_id is not None or len(reviews) < 2 or not isinstance(raw, Mapping)
+            or not raw or is_decision(raw) or "decisions" in raw):
+        return None
+    owner = {c.request.tool_call_id: i.id for i in reviews for c in txn.review_calls(i)}
+    if not set(raw) <= set(owner):
+        return None  # the single-interrupt path reports the unknown ids
+    out: dict[str, dict[str, Any]] = {}
+    for cid, decision in raw.items():
+        out.setdefault(owner[cid], {})[cid] = decision
+    return out
 
 
 def _target(txn: ThreadTxn, pending: list[Interrupt], kind: str, iid: str | None) -> Interrupt:
@@ -130,7 +159,16 @@ async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
     remembered = list(txn.t.remembered)
 
     answers: dict[str, Any] = dict(spec.values or {})
-    if spec.decisions is not None:
+    several = _by_interrupt(txn, pending, spec) if spec.decisions is not None or \
+        spec.reviews else None
+    if several:
+        for iid, decisions in several.items():
+            review = _target(txn, pending, "review", iid)
+            remaining = [i for i in remaining if i.id != iid]
+            remaining += _apply_decisions(txn, deps, review,
+                                          replace(spec, decisions=decisions, interrupt_id=iid),
+                                          journal, audit, remembered)
+    elif spec.decisions is not None:
         review = _target(txn, pending, "review", spec.interrupt_id)
         remaining = [i for i in remaining if i.id != review.id]
         remaining += _apply_decisions(txn, deps, review, spec, journal, audit, remembered)

@@ -215,7 +215,8 @@ async def _store_result(txn: ThreadTxn, running: JournalEntry, msg: ToolMessage)
                           content=unstorable_text(call.name, problem))
         content = msg.content
     if edited:
-        content = edit_notice(call.name, call.args) + content
+        custom = running.review.edit_notice if running.review is not None else None
+        content = edit_notice(call.name, call.args, custom) + content
     msg = ToolMessage(tool_call_id=running.tool_call_id, name=call.name, content=content,
                       status=msg.status, decision="edit" if edited else msg.decision)
     state = CallState.SUCCEEDED if msg.status == "success" else CallState.FAILED

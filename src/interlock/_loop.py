@@ -325,6 +325,7 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
     entries: list[JournalEntry] = []
     audit: list[AuditItem] = []
     reviews: list[PendingCall] = []
+    per_call: list[PendingCall] = []
     for call in message.tool_calls:
         e = txn.s.journal[call.id]
         mark = marks.get(call.id)
@@ -346,7 +347,7 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
                 {**mark.to_json(), "description": None, "expires_at": expires_at})
             entries.append(e.model_copy(update={
                 **base, "state": CallState.PENDING_REVIEW, "review": settings}))
-            reviews.append(PendingCall(
+            (per_call if mark.per_call else reviews).append(PendingCall(
                 ActionRequest(tool_call_id=call.id, name=call.name, args=call.args,
                               description=mark.description, reason=mark.reason),
                 ReviewConfig(action_name=call.name,
@@ -380,6 +381,7 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
                 **base, "state": CallState.APPROVED, "decided_by": "policy"}))
     txn.stage(journal=entries, audit=audit, hooks=HookProgress(done=True))
     raised = txn.raise_review(reviews)
+    raised = txn.raise_review(per_call, per_call=True) or raised
     # When nothing of the turn can run before someone answers, the pause is stored in this
     # same commit (finish_interrupted then has nothing left to write).
     pause = raised is not None and not any(

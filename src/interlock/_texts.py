@@ -22,7 +22,15 @@ def reject_text(name: str, call_id: str, message: str | None) -> str:
     return text
 
 
-def edit_notice(name: str, args: dict[str, Any]) -> str:
+def edit_notice(name: str, args: dict[str, Any], custom: str | None = None) -> str:
+    """The note before the result of an edited call. ``custom`` (``HumanInTheLoop(
+    edit_notice=...)``) is used as LangChain uses it: its sentence, what ran instead, then
+    ``Tool response:``; ``""`` means no note."""
+    if custom is not None:
+        if not custom:
+            return ""
+        return (f"{custom} Executed instead: {name} with arguments "
+                f"{json.dumps(args, ensure_ascii=False, default=str)}.\n\nTool response:\n")
     return (
         f"Note: a reviewer changed this tool call before it ran. Your original call is kept in "
         f"the conversation as you made it; what actually ran was `{name}` with arguments "

@@ -306,25 +306,40 @@ class ThreadTxn:
         return [*others, review.model_copy(update={"value": _request(left)})]
 
     def raise_review(
-        self, calls: Sequence[PendingCall], *, reason: str | None = None
+        self, calls: Sequence[PendingCall], *, reason: str | None = None, per_call: bool = False
     ) -> Interrupt | None:
         """Stage a review request for ``calls``: one review interrupt per turn, so they join
-        any that is pending (as a new interrupt, calls in the model's order). Returns it."""
+        any that is pending (as a new interrupt, calls in the model's order). Returns it.
+        ``per_call``: one interrupt for each call instead (``origin="per_call"``), which
+        never merges with another; returns the last."""
         if not calls:
             return None
-        existing = next((i for i in self.t.pending if i.kind == "review"), None)
+        if per_call:
+            last: Interrupt | None = None
+            for call in calls:
+                last = self._stage_review([call], [call], reason, "per_call",
+                                          list(self.t.pending))
+            return last
+        existing = next((i for i in self.t.pending
+                         if i.kind == "review" and i.origin != "per_call"), None)
         merged = [*(self.review_calls(existing) if existing else []), *calls]
         order = {c.id: n for n, c in enumerate(self.turn_message().tool_calls)}
         merged.sort(key=lambda p: order.get(p.request.tool_call_id, 0))
-        intr = Interrupt(id=uuid.uuid4().hex, kind="review", value=_request(merged),
-                         created_at=self.now())
+        keep = [i for i in self.t.pending if i is not existing]
+        return self._stage_review(merged, calls, reason, None, keep)
+
+    def _stage_review(self, request: Sequence[PendingCall], new: Sequence[PendingCall],
+                      reason: str | None, origin: str | None, keep: list[Interrupt],
+                      ) -> Interrupt:
+        intr = Interrupt(id=uuid.uuid4().hex, kind="review", value=_request(request),
+                         created_at=self.now(), origin=origin)
         data: dict[str, Any] = {"interrupt_id": intr.id, "calls": [
             {"tool_call_id": c.request.tool_call_id, "name": c.request.name,
              "args_sha256": digest(c.request.args),
-             "allowed_decisions": c.config.allowed_decisions} for c in calls]}
+             "allowed_decisions": c.config.allowed_decisions} for c in new]}
         if reason is not None:
             data["reason"] = reason
-        self.stage(pending=[i for i in self.t.pending if i.kind != "review"] + [intr],
+        self.stage(pending=[*keep, intr],
                    audit=[AuditItem(AuditKind.REQUEST_RAISED, SYSTEM, None, data)])
         self._events.append(InterruptRaised(self.thread_id, public_interrupt(intr)))
         return intr

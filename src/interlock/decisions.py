@@ -132,6 +132,11 @@ def _parse_one(
         ) from None
 
 
+def is_decision(raw: Any) -> bool:
+    """Whether ``raw`` is one decision (``{"type": "approve"}``, ``Approve()``, ...)."""
+    return isinstance(raw, _Decision) or (isinstance(raw, Mapping) and raw.get("type") in _MODELS)
+
+
 def _normalise(raw: Any) -> Any:
     if isinstance(raw, Mapping) and set(raw) == {"decisions"}:
         return raw["decisions"]

@@ -272,6 +272,18 @@ def default_description(prefix: str, call: ToolCall) -> str:
     return f"{prefix}\n\nTool: {call.name}\nArgs: {args}"
 
 
+InterruptMode = Literal["batched", "per_call"]
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "DEFAULT_EDIT_NOTICE"
+
+
+DEFAULT_EDIT_NOTICE = _Default()
+"""``HumanInTheLoop(edit_notice=...)``'s default: interlock's own note (see the docs)."""
+
+
 class HumanInTheLoop(Middleware):
     """Pause tool calls named in ``interrupt_on`` until a person decides.
 
@@ -281,6 +293,13 @@ class HumanInTheLoop(Middleware):
     wins over patterns, and among patterns the first matching one in the mapping's order.
     Names that are not tools of the agent, and patterns that match none, are rejected when the
     ``Agent`` is built.
+
+    ``edit_notice``: the note put before the result of a call a reviewer edited. By default
+    interlock's note; a string replaces its first sentence as in LangChain (``"<your text>
+    Executed instead: NAME with arguments {...}.``" then ``Tool response:``); ``None`` adds
+    no note. ``interrupt_mode="per_call"``: one request (interrupt) per gated call instead of
+    one per model turn, each answered on its own (``Command(resume={interrupt_id:
+    decision})``, ``resume(..., interrupt_id=...)`` or a mapping ``{tool_call_id: decision}``).
     """
 
     def __init__(
@@ -288,6 +307,8 @@ class HumanInTheLoop(Middleware):
         interrupt_on: Mapping[str, bool | InterruptOn | Mapping[str, Any]],
         *,
         description_prefix: str = DEFAULT_PREFIX,
+        edit_notice: str | _Default | None = DEFAULT_EDIT_NOTICE,
+        interrupt_mode: InterruptMode = "batched",
     ) -> None:
         if not isinstance(interrupt_on, Mapping):
             raise ConfigurationError(
@@ -321,6 +342,20 @@ class HumanInTheLoop(Middleware):
         self.policy = {n: c for n, c in exact.items() if c is not None}
         """Gated exact names and their configs (patterns are resolved by :meth:`config_for`)."""
         self.description_prefix = description_prefix
+        if interrupt_mode not in ("batched", "per_call"):
+            raise ConfigurationError(
+                f"HumanInTheLoop(interrupt_mode={interrupt_mode!r}) must be 'batched' (one "
+                f"request per model turn) or 'per_call' (one request per gated call)."
+            )
+        self.interrupt_mode = interrupt_mode
+        if not (isinstance(edit_notice, str | _Default) or edit_notice is None):
+            raise ConfigurationError(
+                f"HumanInTheLoop(edit_notice=...) must be a string or None (no note), got "
+                f"{edit_notice!r}."
+            )
+        self.edit_notice = edit_notice
+        self._notice: str | None = (None if isinstance(edit_notice, _Default)
+                                    else edit_notice or "")
 
     def config_for(self, tool_name: str) -> InterruptOn | None:
         """The policy of ``tool_name``: its exact entry, else the first matching pattern's."""
@@ -381,6 +416,8 @@ class HumanInTheLoop(Middleware):
                 self_approval=cfg.self_approval,
                 escalate_to=cfg.escalate_to,
                 escalate_after=cfg.escalate_after,
+                per_call=self.interrupt_mode == "per_call",
+                edit_notice=self._notice,
             )
 
     def _describe(self, cfg: InterruptOn, call: ToolCall, turn: ModelTurn) -> str:

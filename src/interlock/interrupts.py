@@ -29,7 +29,8 @@ class Interrupt(BaseModel):
     tool_call_id: str | None = None
     """For ``input`` interrupts raised inside a tool: the call that asked."""
     origin: str | None = None
-    """``tool`` or ``after_model:<middleware>``, for ``input`` interrupts."""
+    """``tool`` or ``after_model:<middleware>``, for ``input`` interrupts; ``per_call`` for a
+    review interrupt that holds one call (``HumanInTheLoop(interrupt_mode="per_call")``)."""
 
 
 class PauseRun(BaseException):

@@ -70,6 +70,11 @@ class ReviewMark:
     self_approval: bool = True
     escalate_to: tuple[str, ...] | None = None
     escalate_after: timedelta | None = None
+    per_call: bool = False
+    """Raise a request of its own for this call instead of joining the turn's request."""
+    edit_notice: str | None = None
+    """The note put before the result when a reviewer edits the call: ``None`` for the
+    default text, ``""`` for no note, else the note's first sentence."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +91,8 @@ class ReviewMark:
             "on_expire": self.on_expire,
             "by": self.by,
             "reason": self.reason,
+            "per_call": self.per_call or None,
+            "edit_notice": self.edit_notice,
         }
 
 
@@ -132,6 +139,8 @@ def mark_from_json(data: dict[str, Any]) -> Mark:
             escalate_to=tuple(data["escalate_to"]) if data.get("escalate_to") else None,
             escalate_after=timedelta(seconds=data["escalate_after"])
             if data.get("escalate_after") else None,
+            per_call=bool(data.get("per_call")),
+            edit_notice=data.get("edit_notice"),
         )
     if kind == "reject":
         return RejectMark(message=data["message"], by=data.get("by", ""))
@@ -194,9 +203,13 @@ class ModelTurn:
         self_approval: bool = True,
         escalate_to: Sequence[str] | None = None,
         escalate_after: timedelta | None = None,
+        per_call: bool = False,
+        edit_notice: str | None = None,
     ) -> None:
         """Pause ``call`` until a person decides (``approvals`` distinct people for an
-        approval; see :mod:`interlock.quorum` and :class:`~interlock.InterruptOn`)."""
+        approval; see :mod:`interlock.quorum` and :class:`~interlock.InterruptOn`).
+        ``per_call=True`` gives it a request (an interrupt) of its own instead of joining the
+        turn's request; ``edit_notice``: see :class:`~interlock.HumanInTheLoop`."""
         self._set(
             call,
             ReviewMark(
@@ -210,6 +223,8 @@ class ModelTurn:
                 self_approval=self_approval,
                 escalate_to=tuple(escalate_to) if escalate_to is not None else None,
                 escalate_after=escalate_after,
+                per_call=per_call,
+                edit_notice=edit_notice,
             ),
         )
 

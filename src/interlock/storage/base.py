@@ -115,6 +115,8 @@ class MarkRecord(_Record):
     escalate_to: list[str] | None = None
     escalate_after: float | None = None
     """Seconds."""
+    per_call: bool | None = None
+    edit_notice: str | None = None
 
 
 class HookProgress(_Record):
@@ -141,6 +143,9 @@ class ReviewSettings(_Record):
     reason: str | None = None
     """``outcome_unknown`` for the question raised after a crash; a policy's reason otherwise."""
     description: str | None = None
+    per_call: bool | None = None
+    edit_notice: str | None = None
+    """``None``: the default note after an edit; ``""``: none; else the note's first sentence."""
 
 
 class EditedCall(_Record):
