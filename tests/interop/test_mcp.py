@@ -236,3 +236,14 @@ def test_server_question_becomes_an_interrupt_and_the_answer_goes_back(
             "kept 1 notes (decline)"
     finally:
         agent.close()
+
+
+def test_missing_extra_names_it() -> None:
+    code = ("import sys; sys.modules['mcp'] = None\n"
+            "from interlock import MissingDependency\n"
+            "try:\n    import interlock.integrations.mcp\n"
+            "except MissingDependency as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "MCP servers needs the optional dependency 'mcp'" in out
+    assert "pip install 'interlock[mcp]'" in out
