@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,11 @@ from typing import Any
 import pytest
 
 from interlock import Agent, Checkpointer, Command, RunCompleted, RunResult
+
+# The audit key of every test process (and the processes they start): a fresh file, never the
+# user's own ~/.config/interlock/audit.key.
+os.environ.setdefault("INTERLOCK_AUDIT_KEY_FILE",
+                      os.path.join(tempfile.mkdtemp(prefix="interlock-audit-"), "audit.key"))
 
 PG_DSN = os.environ.get("INTERLOCK_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

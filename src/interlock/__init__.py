@@ -2,6 +2,7 @@
 
 from .agent import Agent, Command, ThreadState
 from .audit import AuditProblem
+from .audit_verify import AuditHead, AuditReport
 from .decisions import Approve, Decision, Edit, EditedAction, Reject, Respond, Reviewer
 from .errors import (
     ConcurrencyError,
@@ -83,8 +84,10 @@ __all__ = [
     "Agent",
     "Approve",
     "AssistantMessage",
+    "AuditHead",
     "AuditProblem",
     "AuditRecord",
+    "AuditReport",
     "CallState",
     "Checkpointer",
     "Command",

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ._deps import RunDeps
-from ._texts import cancel_text, digest, expired_text, reject_text, unknown_reject_text
+from ._texts import cancel_text, expired_text, reject_text, unknown_reject_text
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
 from .decisions import (
@@ -243,14 +243,14 @@ def _apply_decisions(
         e = txn.s.journal[cid]
         journal.append(_decided_entry(e, r, spec.actor, now))
         d = r.decision
-        # the arguments are copied only when the reviewer changed them (before and after);
-        # otherwise the row names them by digest (the messages hold them)
-        row: dict[str, Any] = {"interrupt_id": review.id, "type": d.type, "name": e.name}
+        # what was proposed and, for approve and edit, the exact call that will run: the
+        # signed row proves what was decided, and verify checks the journal against it
+        row: dict[str, Any] = {"interrupt_id": review.id, "type": d.type, "name": e.name,
+                               "args": e.args}
+        if r.exec_name is not None:
+            row["run"] = {"name": r.exec_name, "args": r.exec_args}
         if isinstance(d, Edit):
-            row["args"] = e.args
             row["edited_action"] = {"name": r.exec_name, "args": r.exec_args}
-        else:
-            row["args_sha256"] = digest(e.args)
         for key in ("message", "remember"):
             if getattr(d, key, None) is not None:
                 row[key] = getattr(d, key)

@@ -17,7 +17,7 @@ from ._execute import build_tool_handler
 from ._sync import iterate_blocking, run_blocking
 from ._texts import public_interrupt
 from ._txn import Sink, ThreadTxn
-from .audit import AuditProblem, verify_chain
+from .audit_verify import AuditHead, AuditReport, export_head, verify_store
 from .decisions import Reviewer
 from .errors import ConfigurationError, InterlockError, ThreadBusy, ThreadNotFound
 from .events import Event, RunCompleted
@@ -387,33 +387,22 @@ class Agent:
     ) -> list[AuditRecord]:
         return await self.checkpointer.audit(thread_id=thread_id, after_id=after_id, limit=limit)
 
-    async def averify_audit(self, thread_id: str | None = None) -> list[AuditProblem]:
-        """Check the hash chains of the audit log; returns the problems found (empty = intact)."""
-        records: dict[str, list[AuditRecord]] = {}
-        after = 0
-        while True:
-            batch = await self.checkpointer.audit(thread_id=thread_id, after_id=after,
-                                                  limit=5000)
-            for r in batch:
-                records.setdefault(r.thread_id, []).append(r)
-            if len(batch) < 5000:
-                break
-            after = batch[-1].id or after
-        # the head of each chain (last seq and hash) is kept on the thread row
-        heads: dict[str, tuple[int, str]] = {}
-        if thread_id is not None:
-            snap = await self.checkpointer.load(thread_id)
-            if snap is not None:
-                heads[thread_id] = (snap.thread.audit_seq, snap.thread.audit_hash)
-        else:
-            async for row in iter_threads(self.checkpointer.list_threads, page=1000):
-                if row.audit_seq:
-                    heads[row.thread_id] = (row.audit_seq, row.audit_hash)
-        threads = [thread_id] if thread_id is not None else sorted(set(records) | set(heads))
-        problems: list[AuditProblem] = []
-        for tid in threads:
-            problems.extend(verify_chain(tid, records.get(tid, []), heads.get(tid)))
-        return problems
+    async def averify_audit(
+        self, thread_id: str | None = None, *, allow_unsigned: bool = False,
+        head: AuditHead | None = None,
+    ) -> AuditReport:
+        """Check the audit log: every signed hash chain and its head, the journal and the
+        messages against the signed rows, and — with ``head`` — the log against a head exported
+        earlier. Returns the problems found (an empty list: none) with ``unchecked`` saying
+        what could not be checked (e.g. no audit key here). ``allow_unsigned`` accepts the
+        unsigned rows of a database written before audit rows were signed."""
+        return await verify_store(self.checkpointer, thread_id, allow_unsigned=allow_unsigned,
+                                  head=head)
+
+    async def aexport_audit_head(self) -> AuditHead:
+        """A signed summary of the audit log so far, to keep where the database's users cannot
+        write; ``averify_audit(head=...)`` later shows whether anything it covers changed."""
+        return await export_head(self.checkpointer, self.clock())
 
     # ------------------------------------------------------------------ sync wrappers
 
@@ -482,8 +471,13 @@ class Agent:
               limit: int = 1000) -> list[AuditRecord]:
         return run_blocking(self.aaudit(thread_id, after_id=after_id, limit=limit), "audit")
 
-    def verify_audit(self, thread_id: str | None = None) -> list[AuditProblem]:
-        return run_blocking(self.averify_audit(thread_id), "verify_audit")
+    def verify_audit(self, thread_id: str | None = None, *, allow_unsigned: bool = False,
+                     head: AuditHead | None = None) -> AuditReport:
+        return run_blocking(self.averify_audit(thread_id, allow_unsigned=allow_unsigned,
+                                               head=head), "verify_audit")
+
+    def export_audit_head(self) -> AuditHead:
+        return run_blocking(self.aexport_audit_head(), "export_audit_head")
 
     async def aclose(self) -> None:
         """Close the tool sources (e.g. stop MCP servers) and the checkpointer."""

@@ -1,6 +1,12 @@
-"""Hash-chained audit records: each row carries the hash of the previous row of its thread,
-and the thread row carries the head (last seq and hash), so editing, deleting or reordering
-any row — including the last — is detected by :func:`verify_chain`."""
+"""Signed, hash-chained audit records.
+
+Each row carries the hash of the previous row of its thread, and the thread row carries the
+head (last seq and hash), so editing, deleting or reordering any row — including the last — is
+detected by :func:`verify_chain`. The hash of a row is an HMAC-SHA256 under the audit key
+(:mod:`interlock.audit_key`), which is kept outside the database: someone who can write the
+database but does not hold the key cannot rewrite a row and recompute the hashes after it.
+Rows written before audit keys existed (``key_id`` unset) carry a plain SHA-256.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from .audit_key import AuditKey, load_key
 from .storage.base import AuditRecord
 
 GENESIS = "0" * 64
@@ -56,47 +63,88 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 def record_hash(
     *, thread_id: str, seq: int, ts: datetime, kind: str, actor: str,
     tool_call_id: str | None, data: dict[str, Any], prev_hash: str,
+    key: AuditKey | None = None,
 ) -> str:
-    """SHA-256 of the record's canonical JSON (``data`` must already be JSON-compatible)."""
-    body = {
+    """The hash of a record's canonical JSON (``data`` must already be JSON-compatible):
+    HMAC-SHA256 under ``key`` (whose id is part of the signed text), or — without a key — the
+    plain SHA-256 of rows written before audit keys existed."""
+    body: dict[str, Any] = {
         "thread_id": thread_id, "seq": seq, "ts": ts.isoformat(), "kind": kind,
         "actor": actor, "tool_call_id": tool_call_id, "data": data,
         "prev_hash": prev_hash,
     }
-    canon = _CANONICAL.encode(body)
-    return hashlib.sha256(canon.encode()).hexdigest()
+    if key is None:
+        return hashlib.sha256(_CANONICAL.encode(body).encode()).hexdigest()
+    body["key_id"] = key.key_id
+    return key.sign(_CANONICAL.encode(body).encode())
+
+
+def rehash(record: AuditRecord, key: AuditKey | None) -> str:
+    """The hash ``record`` should carry under ``key`` (None: the unsigned form)."""
+    return record_hash(thread_id=record.thread_id, seq=record.seq, ts=record.ts,
+                       kind=record.kind, actor=record.actor, tool_call_id=record.tool_call_id,
+                       data=record.data, prev_hash=record.prev_hash, key=key)
 
 
 def make_record(
     *, thread_id: str, seq: int, prev_hash: str, ts: datetime, kind: str, actor: str,
     tool_call_id: str | None = None, data: dict[str, Any] | None = None,
+    key: AuditKey | None = None,
 ) -> AuditRecord:
+    """A new signed row. ``key`` defaults to the configured audit key (created on first use)."""
+    key = key or load_key(create=True)
+    assert key is not None
     payload = to_jsonable_python(data or {})
     h = record_hash(thread_id=thread_id, seq=seq, ts=ts, kind=kind, actor=actor,
-                    tool_call_id=tool_call_id, data=payload, prev_hash=prev_hash)
+                    tool_call_id=tool_call_id, data=payload, prev_hash=prev_hash, key=key)
     return AuditRecord(thread_id=thread_id, seq=seq, ts=ts, kind=kind, actor=actor,
-                       tool_call_id=tool_call_id, data=payload, prev_hash=prev_hash, hash=h)
+                       tool_call_id=tool_call_id, data=payload, prev_hash=prev_hash, hash=h,
+                       key_id=key.key_id)
 
 
 @dataclass(frozen=True)
 class AuditProblem:
     thread_id: str
+    """The thread concerned ("" for a problem with an exported head)."""
     seq: int | None
     problem: str
 
     def __str__(self) -> str:
+        if not self.thread_id:
+            return f"exported head: {self.problem}"
         where = f"row {self.seq}" if self.seq is not None else "chain"
         return f"thread {self.thread_id!r} {where}: {self.problem}"
 
 
+@dataclass
+class ChainStats:
+    """What :func:`verify_chain` could and could not check, summed over chains."""
+
+    rows: int = 0
+    unsigned: int = 0
+    """Rows written before audit keys (plain SHA-256: a rewrite with recomputed hashes is not
+    detectable from the chain alone)."""
+    unchecked: int = 0
+    """Signed rows whose signature could not be checked (no key)."""
+
+
 def verify_chain(
-    thread_id: str, records: Iterable[AuditRecord], head: tuple[int, str] | None
+    thread_id: str, records: Iterable[AuditRecord], head: tuple[int, str] | None,
+    key: AuditKey | None = None, *, allow_unsigned: bool = True,
+    stats: ChainStats | None = None,
 ) -> list[AuditProblem]:
-    """Check one thread's chain. ``head`` is ``(audit_seq, audit_hash)`` from the thread row."""
+    """Check one thread's chain. ``head`` is ``(audit_seq, audit_hash)`` from the thread row.
+
+    With ``key``, every signed row's HMAC is checked; without it only the links are (and
+    ``stats.unchecked`` counts what was not). Unsigned rows are accepted only before the
+    first signed row of the chain, and only with ``allow_unsigned``."""
+    stats = stats if stats is not None else ChainStats()
     problems: list[AuditProblem] = []
     prev = GENESIS
     expected_seq = 1
+    signed_seen = False
     for rec in sorted(records, key=lambda r: r.seq):
+        stats.rows += 1
         if rec.seq != expected_seq:
             problems.append(AuditProblem(thread_id, expected_seq,
                                          f"missing (next row present is {rec.seq})"))
@@ -104,11 +152,12 @@ def verify_chain(
         if rec.prev_hash != prev:
             problems.append(AuditProblem(thread_id, rec.seq,
                                          "prev_hash does not match the previous row"))
-        again = record_hash(thread_id=rec.thread_id, seq=rec.seq, ts=rec.ts, kind=rec.kind,
-                            actor=rec.actor, tool_call_id=rec.tool_call_id, data=rec.data,
-                            prev_hash=rec.prev_hash)
-        if again != rec.hash or rec.thread_id != thread_id:
-            problems.append(AuditProblem(thread_id, rec.seq, "content does not match its hash"))
+        problem = _content_problem(rec, key, signed_seen, allow_unsigned, stats)
+        if problem is None and rec.thread_id != thread_id:
+            problem = "content does not match its hash"
+        if problem is not None:
+            problems.append(AuditProblem(thread_id, rec.seq, problem))
+        signed_seen = signed_seen or rec.key_id is not None
         prev = rec.hash
         expected_seq += 1
     if head is not None:
@@ -119,3 +168,24 @@ def verify_chain(
         elif seq and prev != h:
             problems.append(AuditProblem(thread_id, seq, "last row does not match the head"))
     return problems
+
+
+def _content_problem(rec: AuditRecord, key: AuditKey | None, signed_seen: bool,
+                     allow_unsigned: bool, stats: ChainStats) -> str | None:
+    if rec.key_id is None:
+        stats.unsigned += 1
+        if signed_seen:
+            return ("unsigned row after signed rows: it was written without the audit key "
+                    "(forged, or rewritten to hide a change)")
+        if not allow_unsigned:
+            return ("unsigned row (written before audit keys existed, or forged without the "
+                    "key); verify with allow_unsigned if this database predates signed rows")
+        return None if rehash(rec, None) == rec.hash else "content does not match its hash"
+    if key is None:
+        stats.unchecked += 1
+        return None
+    if rec.key_id != key.key_id:
+        return (f"signed with another audit key (key id {rec.key_id}; the key in use, from "
+                f"{key.source}, has id {key.key_id})")
+    return None if rehash(rec, key) == rec.hash else (
+        "content does not match its hash (an HMAC under the audit key)")

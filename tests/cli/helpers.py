@@ -39,8 +39,9 @@ def sample_rows(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 def child_env(**extra: str) -> dict[str, str]:
     """The environment for a CLI subprocess: this interpreter's packages, no interlock settings
-    leaking in from the developer's shell."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
+    leaking in from the developer's shell (but the test run's audit key)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("INTERLOCK_") or k.startswith("INTERLOCK_AUDIT_KEY")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)

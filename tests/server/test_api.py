@@ -481,7 +481,7 @@ async def test_audit_log_pages_and_verifies(local: Server) -> None:
     assert [r["seq"] for r in page["records"] + rest["records"]] == [1, 2, 3, 4]
     assert rest["next_after_id"] is None
     v = (await local.client.get("/api/audit/verify")).json()
-    assert v == {"ok": True, "problems": []}
+    assert v == {"ok": True, "problems": [], "unchecked": []}
     v = (await local.client.get("/api/audit/verify", params={"thread_id": "t1"})).json()
     assert v["ok"] is True
 

@@ -4,71 +4,36 @@ reported by ``verify`` (library and ``GET /api/audit/verify``)."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from conftest import PG_DSN, StoreFactory, require_postgres
+from conftest import StoreFactory
 from interlock.audit import record_hash
+from interlock.audit_key import load_key
+from security import tables
+from security.tables import Tables
 
 from .conftest import ALICE, BOB, TOKENS, Server, bearer, running
 from .server_agents import make_agent
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
-    if request.param == "postgres":
-        require_postgres()
-    factory = StoreFactory(str(request.param), tmp_path)
-    yield factory
-    factory.cleanup()
+db = tables.db  # the fixture
 
 
-class Rows:
+class Rows(Tables):
     """Direct access to the audit table, as someone with database access would have."""
 
-    def __init__(self, factory: StoreFactory) -> None:
-        self.f = factory
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        if self.f.kind == "sqlite":
-            conn = sqlite3.connect(self.f.sqlite_path, isolation_level=None)
-            try:
-                yield conn
-            finally:
-                conn.close()
-        else:
-            import psycopg
-
-            with psycopg.connect(PG_DSN, autocommit=True) as conn:
-                conn.execute(f'SET search_path TO "{self.f.pg_schema}"')
-                yield conn
-
-    def _sql(self, text: str) -> str:
-        return text if self.f.kind == "sqlite" else text.replace("?", "%s")
-
     def of(self, thread_id: str) -> list[tuple[int, dict[str, Any]]]:
-        with self._cursor() as c:
-            rows = c.execute(self._sql("SELECT id, data FROM interlock_audit WHERE thread_id=? "
-                                       "ORDER BY seq"), (thread_id,)).fetchall()
-        return [(int(i), json.loads(d)) for i, d in rows]
+        return self.audit(thread_id)
 
     def update(self, row_id: int, data: dict[str, Any]) -> None:
-        with self._cursor() as c:
-            c.execute(self._sql("UPDATE interlock_audit SET data=? WHERE id=?"),
-                      (json.dumps(data), row_id))
+        self.set_audit(row_id, data)
 
     def delete(self, row_id: int) -> None:
-        with self._cursor() as c:
-            c.execute(self._sql("DELETE FROM interlock_audit WHERE id=?"), (row_id,))
+        self.execute("DELETE FROM interlock_audit WHERE id=?", row_id)
 
 
 @pytest.fixture
@@ -120,21 +85,25 @@ async def test_edited_row_is_detected(server: Server, db: StoreFactory) -> None:
     data["actor"] = "bob"  # rewrite who decided
     rows.update(row_id, data)
     problems = await verify(server)
-    assert [(p["thread_id"], p["seq"]) for p in problems] == [("a", 2)]
+    assert {(p["thread_id"], p["seq"]) for p in problems} == {("a", 2)}
     assert "does not match its hash" in problems[0]["problem"]
+    assert "differs from the signed one (edit by bob)" in problems[1]["problem"]
 
 
 async def test_edited_args_with_a_recomputed_hash_are_detected(server: Server,
                                                                db: StoreFactory) -> None:
     rows = Rows(db)
     row_id, data = rows.of("b")[1]
-    assert data["kind"] == "decision" and "args" not in data["data"]  # approve: by digest
-    data["data"]["args_sha256"] = "0" * 64
+    assert data["kind"] == "decision" and data["data"]["run"] == {
+        "name": "execute_sql", "args": {"query": "DELETE FROM t"}}  # the exact call that ran
+    data["data"]["run"]["args"] = {"query": "SELECT 1"}
     data["hash"] = _rehash(data)
     rows.update(row_id, data)
     problems = await verify(server)
-    assert [(p["thread_id"], p["seq"]) for p in problems] == [("b", 3)]
-    assert "prev_hash does not match" in problems[0]["problem"]
+    assert [(p["thread_id"], p["seq"]) for p in problems] == [("b", 2), ("b", 3)]
+    assert "runs execute_sql with other arguments than the signed decision approved" in \
+        problems[0]["problem"]
+    assert "prev_hash does not match" in problems[1]["problem"]
 
 
 async def test_edited_last_row_with_a_recomputed_hash_is_detected(server: Server,
@@ -145,8 +114,9 @@ async def test_edited_last_row_with_a_recomputed_hash_is_detected(server: Server
     data["hash"] = _rehash(data)
     rows.update(row_id, data)
     problems = await verify(server)
-    assert [(p["thread_id"], p["seq"]) for p in problems] == [("c", 2)]
+    assert [(p["thread_id"], p["seq"]) for p in problems] == [("c", 2), ("c", 2)]
     assert "does not match the head" in problems[0]["problem"]
+    assert "decision message on call" in problems[1]["problem"]
 
 
 async def test_deleted_middle_row_is_detected(server: Server, db: StoreFactory) -> None:
@@ -180,18 +150,18 @@ async def test_verify_one_thread(server: Server, db: StoreFactory) -> None:
     rows.delete(rows.of("a")[0][0])
     r = await server.client.get("/api/audit/verify", params={"thread_id": "b"},
                                 headers=bearer(ALICE))
-    assert r.json() == {"ok": True, "problems": []}
+    assert r.json() == {"ok": True, "problems": [], "unchecked": []}
     r = await server.client.get("/api/audit/verify", params={"thread_id": "a"},
                                 headers=bearer(ALICE))
     assert r.json()["ok"] is False
 
 
 def _rehash(data: dict[str, Any]) -> str:
-    """The hash a forger would write after editing a stored audit row."""
+    """The hash a forger holding the audit key would write after editing a stored row."""
     return record_hash(thread_id=data["thread_id"], seq=data["seq"], ts=_ts(data["ts"]),
                        kind=data["kind"], actor=data["actor"],
                        tool_call_id=data["tool_call_id"], data=data["data"],
-                       prev_hash=data["prev_hash"])
+                       prev_hash=data["prev_hash"], key=load_key(create=False))
 
 
 def _ts(value: str) -> Any:

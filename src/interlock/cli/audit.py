@@ -1,12 +1,14 @@
-"""``interlock audit [verify]``: read and check the hash-chained audit log."""
+"""``interlock audit [verify|export-head]``: read, check and anchor the signed audit log."""
 
 from __future__ import annotations
 
 from collections import deque
+from pathlib import Path
 
 import click
 
 from ..agent import Agent
+from ..audit_verify import AuditHead
 from ..storage.base import AuditRecord
 from ._common import CliError, dump_json, out, with_agent
 from ._render import audit_table
@@ -28,41 +30,46 @@ def _all_records(agent: Agent, thread_id: str | None, keep: int | None) -> tuple
 
 
 @click.command("audit")
-@click.argument("action", required=False, type=click.Choice(["verify"]), metavar="[verify]")
+@click.argument("action", required=False, type=click.Choice(["verify", "export-head"]),
+                metavar="[verify|export-head]")
 @click.option("--thread", "thread_id", metavar="THREAD", help="Only this thread's records.")
 @click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True, metavar="N",
               help="Show the most recent N records.")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON.")
+@click.option("--head", "head_file", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="verify: also check the log against a head exported earlier.")
+@click.option("--allow-unsigned", is_flag=True,
+              help="verify: accept unsigned rows of a database written before audit rows were "
+                   "signed.")
 @with_agent()
 def audit(agent: Agent, action: str | None, thread_id: str | None, limit: int,
-          as_json: bool) -> None:
-    """Show the audit log, or check it with `verify`.
+          as_json: bool, head_file: Path | None, allow_unsigned: bool) -> None:
+    """Show the audit log, check it with `verify`, or sign its head with `export-head`.
 
-    Every request, decision (who, when, original and edited arguments), auto-approval,
-    expiry and tool execution is recorded. Records are hash-chained per thread; `verify`
-    recomputes the chains and exits with status 1 if any record was changed, removed or
-    reordered.
+    Every request, decision (who, when, the proposed call and the exact call that runs),
+    auto-approval, expiry and tool execution is recorded. Records are hash-chained per thread
+    and signed with the audit key (INTERLOCK_AUDIT_KEY_FILE, default
+    ~/.config/interlock/audit.key). `verify` recomputes the chains and checks the journal and
+    the messages against them; it exits with status 1 if anything was changed, removed or
+    reordered, and says what it could not check. `export-head` prints a signed summary of the
+    log to keep elsewhere; `verify --head FILE` later shows whether anything it covers changed.
 
     \b
     Examples:
       interlock audit --db sqlite:///interlock.db
       interlock audit --db sqlite:///interlock.db --thread cleanup-cancelled-orders
       interlock audit verify --db sqlite:///interlock.db
+      interlock audit export-head --db sqlite:///interlock.db > head-2026-11-30.json
+      interlock audit verify --db sqlite:///interlock.db --head head-2026-11-30.json
     """
     if thread_id is not None:
         agent.get_thread(thread_id)  # ThreadNotFound for a typo
     console = out()
+    if action == "export-head":
+        click.echo(agent.export_audit_head().model_dump_json(indent=2))
+        return
     if action == "verify":
-        problems = agent.verify_audit(thread_id)
-        _, total = _all_records(agent, thread_id, keep=0)
-        if problems:
-            for p in problems:
-                click.echo(f"  {p}", err=True)
-            raise CliError(f"audit log verification failed: {len(problems)} problem(s) in "
-                           f"{total} record(s).")
-        scope = f"thread {thread_id!r}" if thread_id else "all threads"
-        console.print(f"✔ audit log intact: {total} record(s) checked ({scope}).",
-                      style="green", highlight=False, markup=False)
+        _verify(agent, thread_id, head_file, allow_unsigned)
         return
     records, total = _all_records(agent, thread_id, keep=limit)
     if as_json:
@@ -75,3 +82,27 @@ def audit(agent: Agent, action: str | None, thread_id: str | None, limit: int,
     if total > len(records):
         console.print(f"showing the last {len(records)} of {total} records (--limit)",
                       style="dim")
+
+
+def _verify(agent: Agent, thread_id: str | None, head_file: Path | None,
+            allow_unsigned: bool) -> None:
+    head = None
+    if head_file is not None:
+        try:
+            head = AuditHead.model_validate_json(head_file.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise CliError(f"cannot read the exported head {head_file}: {exc}") from None
+    report = agent.verify_audit(thread_id, allow_unsigned=allow_unsigned, head=head)
+    for note in report.unchecked:
+        click.echo(f"  not checked: {note}", err=True)
+    if report:
+        for p in report:
+            click.echo(f"  {p}", err=True)
+        raise CliError(f"audit log verification failed: {len(report)} problem(s) in "
+                       f"{report.rows} record(s).")
+    scope = f"thread {thread_id!r}" if thread_id else "all threads"
+    against = f", matches the head exported at {head.created_at:%Y-%m-%d %H:%M:%S} UTC" \
+        if head is not None else ""
+    partly = " (partly: see 'not checked' above)" if report.unchecked else ""
+    out().print(f"✔ audit log intact{partly}: {report.rows} record(s) checked ({scope})"
+                f"{against}.", style="green", highlight=False, markup=False)

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from ..audit_verify import AuditHead, AuditReport
 from ..errors import NotAuthorized
 from ..hitl import HITLRequest
 from ..paging import Cursor, thread_page
@@ -39,6 +40,7 @@ from .views import (
     ThreadDetail,
     ThreadList,
     ThreadStatusName,
+    VerifyAgainstHead,
     VerifyResult,
     thread_detail,
     thread_summary,
@@ -283,12 +285,37 @@ async def audit(state: State, _: Caller, thread_id: str | None = None, after_id:
     return await _audit_page(state, thread_id, after_id, limit)
 
 
+def _verified(report: AuditReport) -> VerifyResult:
+    return VerifyResult(ok=not report, unchecked=report.unchecked, problems=[
+        AuditProblemOut(thread_id=p.thread_id, seq=p.seq, problem=p.problem) for p in report])
+
+
+AllowUnsigned = Annotated[bool, Query(description="Accept the unsigned rows of a database "
+                                                  "written before audit rows were signed.")]
+
+
 @router.get("/audit/verify", response_model=VerifyResult, tags=["audit"], responses=_err(401))
-async def verify(state: State, _: Caller, thread_id: str | None = None) -> VerifyResult:
-    """Check the hash chains; any edited, deleted or reordered row is reported."""
-    problems = await state.agent.averify_audit(thread_id)
-    return VerifyResult(ok=not problems, problems=[
-        AuditProblemOut(thread_id=p.thread_id, seq=p.seq, problem=p.problem) for p in problems])
+async def verify(state: State, _: Caller, thread_id: str | None = None,
+                 allow_unsigned: AllowUnsigned = False) -> VerifyResult:
+    """Check the signed hash chains, and the journal and messages against them; any edited,
+    deleted or reordered row and any rewritten argument is reported (docs/security.md)."""
+    return _verified(await state.agent.averify_audit(thread_id, allow_unsigned=allow_unsigned))
+
+
+@router.post("/audit/verify", response_model=VerifyResult, tags=["audit"],
+             responses=_err(401, 422))
+async def verify_against_head(state: State, _: Caller, body: VerifyAgainstHead) -> VerifyResult:
+    """Like ``GET /api/audit/verify``, and also check the log against a head exported
+    earlier: a row it covers that was changed, removed or re-signed since is reported."""
+    return _verified(await state.agent.averify_audit(
+        body.thread_id, allow_unsigned=body.allow_unsigned, head=body.head))
+
+
+@router.get("/audit/head", response_model=AuditHead, tags=["audit"], responses=_err(401))
+async def audit_head(state: State, _: Caller) -> AuditHead:
+    """A signed summary of the audit log so far: keep it where the database's users cannot
+    write, and later POST it to ``/api/audit/verify``."""
+    return await state.agent.aexport_audit_head()
 
 
 @router.get("/threads/{thread_id}/audit", response_model=AuditPage, tags=["audit"],

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..agent import Agent, ThreadState
+from ..audit_verify import AuditHead
 from ..hitl import HITLRequest
 from ..interrupts import Interrupt
 from ..messages import Message
@@ -188,6 +189,16 @@ class AuditProblemOut(BaseModel):
 class VerifyResult(BaseModel):
     ok: bool
     problems: list[AuditProblemOut]
+    unchecked: list[str] = Field(
+        default_factory=list, description="What could not be checked, and why (e.g. the "
+        "server has no audit key, so row signatures were not checked).")
+
+
+class VerifyAgainstHead(BaseModel):
+    head: AuditHead = Field(description="A head from GET /api/audit/head or "
+                                        "`interlock audit export-head`, kept elsewhere.")
+    thread_id: str | None = None
+    allow_unsigned: bool = False
 
 
 class RememberedList(BaseModel):

@@ -236,7 +236,7 @@ class JournalEntry(BaseModel):
 
 
 class AuditRecord(BaseModel):
-    """One append-only, hash-chained audit row."""
+    """One append-only, hash-chained audit row, signed with the audit key."""
 
     thread_id: str
     seq: int
@@ -247,6 +247,9 @@ class AuditRecord(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
     prev_hash: str
     hash: str
+    key_id: str | None = None
+    """Fingerprint of the audit key whose HMAC ``hash`` is (None: an unsigned row written
+    before audit keys existed, whose ``hash`` is a plain SHA-256)."""
     id: int | None = None
     """Global insertion order, assigned by the store."""
 
