@@ -9,6 +9,7 @@ an audit log in insertion order, schema versions, and data that survives a reope
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sqlite3
 import sys
 import threading
@@ -17,7 +18,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from conftest import PG_DSN
 from interlock import (
     Agent,
     AssistantMessage,
@@ -40,7 +44,6 @@ from interlock.messages import Message
 from interlock.outbox import Delivery, Notice, NoticeCall, OutboxEvent
 from interlock.storage import from_url
 from interlock.storage.base import (
-    SCHEMA_VERSION,
     CallState,
     Commit,
     JournalEntry,
@@ -144,6 +147,55 @@ def test_create_then_load_round_trips_every_field(stores: StoreFactory) -> None:
     assert snap.thread == rec
     assert snap.messages == CONVERSATION
     assert snap.journal == {e.tool_call_id: e for e in jr}
+
+
+# Every string but lone surrogates (which the engine escapes before storing): NUL, line and
+# paragraph separators, astral planes, backslashes and JSON-looking text included.
+ANY_TEXT = st.text(max_size=30)
+
+
+def test_any_text_round_trips(stores: StoreFactory) -> None:
+    """Whatever text one backend stores, every backend stores and returns unchanged — in
+    messages, tool arguments (keys too), results, the journal, audit rows, pending interrupts
+    and the thread row — and a thread holding it loads with its open turn."""
+    store = stores()
+    n = itertools.count()
+
+    @settings(max_examples=20, deadline=None, derandomize=True)
+    @given(text=ANY_TEXT, key=ANY_TEXT)
+    @example(text="\x00", key="\x00").via("NUL")
+    @example(text='\\u0000 "turn": 7 \u2028\U0010ffff', key="turn").via("JSON-looking")
+    def check(text: str, key: str) -> None:
+        tid = f"h{next(n)}"
+        result = ToolMessage(tool_call_id="c1", name="write_file", content=text)
+        messages: list[Message] = [
+            UserMessage(content=text),
+            AssistantMessage(content=text, tool_calls=[
+                ToolCall(id="c1", name="write_file", args={key: text, "n": [text]})]),
+        ]
+        pending = Interrupt(id="i1", kind="input", value={key: text}, created_at=T0)
+        rec = thread(tid, 1, status="interrupted", messages=2, turn=1, preview=text,
+                     error=text, metadata={key: text}, pending=[pending])
+        older = entry("c0", 0, 0, CallState.SUCCEEDED)
+        jr = entry("c1", 1, 0, CallState.INTERRUPTED, result=result)
+        jr = jr.model_copy(update={"args": {key: text}, "answers": [text]})
+        audit = make_record(thread_id=tid, seq=1, prev_hash=GENESIS, ts=T0, kind="decision",
+                            actor=text, data={key: text})
+        run(store.commit(Commit(thread=rec, messages=messages, journal=[older, jr],
+                                audit=[audit]), expected_version=None))
+        snap = run(store.load(tid))
+        assert snap is not None
+        assert snap.thread == rec and snap.messages == messages
+        assert snap.journal == {"c1": jr}  # the open turn only
+        assert run(store.journal(tid)) == [older, jr]
+        (back,) = run(store.audit(thread_id=tid))
+        assert back.model_copy(update={"id": None}) == audit
+        done = rec.model_copy(update={"version": 2, "turn": None, "message_count": 3})
+        run(store.commit(Commit(thread=done, messages=[result]), expected_version=1))
+        again = run(store.load(tid))
+        assert again is not None and again.journal == {} and again.messages[-1] == result
+
+    check()
 
 
 def test_second_create_of_a_thread_conflicts_and_keeps_the_first(stores: StoreFactory) -> None:
@@ -399,9 +451,17 @@ def _set_stored_version(stores: StoreFactory, store: Any, version: int) -> None:
                          f"WHERE key='schema_version'", [str(version)])
 
 
+def _newest(stores: StoreFactory) -> int:
+    """The schema version this code writes for the backend."""
+    from interlock.storage import postgres, sqlite
+
+    return sqlite.SCHEMA_VERSION if stores.kind == "sqlite" else postgres.SCHEMA_VERSION
+
+
 def test_schema_version_is_recorded_and_a_newer_one_refused(stores: StoreFactory) -> None:
     if not stores.durable:
         pytest.skip("memory storage has no schema")
+    SCHEMA_VERSION = _newest(stores)
     store = stores()
     run(create(store, "t1"))
     assert store.schema_version() == SCHEMA_VERSION  # type: ignore[attr-defined]
@@ -441,7 +501,8 @@ def test_first_use_by_many_instances_at_once_migrates_once(stores: StoreFactory)
         w.join(60)
     assert errors == []
     assert len(run(instances[0].list_threads())) == len(instances)
-    assert all(s.schema_version() == SCHEMA_VERSION for s in instances)  # type: ignore[attr-defined]
+    assert all(s.schema_version() == _newest(stores)  # type: ignore[attr-defined]
+               for s in instances)
 
 
 # ---------------------------------------------------------------------------- outbox
@@ -551,13 +612,45 @@ def test_a_version_1_database_is_migrated_and_keeps_its_threads(stores: StoreFac
     store = stores()
     snap = run(store.load("old"))
     assert snap is not None and snap.thread.thread_id == "old"
-    assert store.schema_version() == SCHEMA_VERSION  # type: ignore[attr-defined]
+    assert store.schema_version() == _newest(stores)  # type: ignore[attr-defined]
     run(store.commit(Commit(thread=thread("new", 1), outbox=[event("e1", "new")]),
                      expected_version=None))
     assert [e.id for e in run(store.outbox_list())] == ["e1"]
 
 
 # ---------------------------------------------------------------------------- Postgres only
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_postgres_migrates_threads_holding_nul_to_the_turn_column(stores: StoreFactory) -> None:
+    """A version-1 database (the open turn read out of the row's JSON, which Postgres refuses
+    for rows holding \\u0000) is migrated: the turn moves to a column, every thread loads."""
+    import psycopg
+
+    from interlock.storage import postgres
+
+    s = stores.pg_schema
+    rec = thread("t1", 3, status="interrupted", messages=2, turn=1, preview="nul \x00 here")
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{s}"')
+        conn.execute(f'CREATE TABLE "{s}".interlock_meta (key TEXT PRIMARY KEY, '
+                     f"value TEXT NOT NULL)")
+        for stmt in postgres.MIGRATIONS[0]:
+            assert isinstance(stmt, str)
+            conn.execute(stmt.replace("{s}", f'"{s}"'))
+        conn.execute(f"INSERT INTO \"{s}\".interlock_meta VALUES ('schema_version', '1')")
+        conn.execute(f'INSERT INTO "{s}".interlock_threads VALUES (%s, %s, %s, %s, %s)',
+                     ["t1", "interrupted", 3, T0, rec.model_dump_json(exclude_defaults=True)])
+        for e in (entry("c0", 0, 0), entry("c1", 1, 0)):
+            conn.execute(f'INSERT INTO "{s}".interlock_journal VALUES (%s, %s, %s, %s, %s, %s)',
+                         ["t1", e.tool_call_id, e.turn, e.position, e.state.value,
+                          e.model_dump_json(exclude_defaults=True)])
+        with pytest.raises(psycopg.errors.UntranslatableCharacter):  # what v1 ran into
+            conn.execute(f"SELECT (data::json ->> 'turn') FROM \"{s}\".interlock_threads")
+    store = stores()
+    snap = run(store.load("t1"))
+    assert snap is not None and snap.thread == rec and list(snap.journal) == ["c1"]
+    assert store.schema_version() == postgres.SCHEMA_VERSION == 4  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ._deps import RunDeps
-from ._texts import cancel_text, expired_text, reject_text, unknown_reject_text
+from ._texts import cancel_text, digest, expired_text, reject_text, unknown_reject_text
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
 from .decisions import (
@@ -35,6 +35,7 @@ from .storage.base import (
     JournalEntry,
     RememberedApproval,
 )
+from .text import check_input
 
 
 @dataclass
@@ -53,6 +54,14 @@ class ResumeSpec:
     has_command: bool = False
     reviews: dict[str, Any] | None = None
     """interrupt id -> decisions, when one resume answers several review interrupts."""
+
+    def __post_init__(self) -> None:
+        # every surface builds one of these: text that cannot be stored is refused here
+        check_input(self.decisions, "the decisions")
+        check_input(self.values, "the answers")
+        check_input(self.value, "the answer")
+        check_input(self.command, "the resume command")
+        check_input(self.actor, "the reviewer id")
 
     def targets(self) -> list[str]:
         """The interrupt ids this resume names."""

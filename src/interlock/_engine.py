@@ -21,6 +21,7 @@ from ._txn import Lease, Sink, ThreadTxn
 from .errors import ConcurrencyError, ConfigurationError
 from .leases import local_run
 from .storage.base import Checkpointer
+from .text import escaped
 
 log = logging.getLogger("interlock")
 
@@ -64,8 +65,8 @@ async def _mark_failed(txn: ThreadTxn, exc: BaseException) -> None:
     if txn.snap is None or not (txn.holding or txn.has_staged_input):
         return
     try:
-        await txn.commit(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000],
-                         hold_lease=False)
+        error = escaped(f"{type(exc).__name__}: {exc}"[:2000])[0]
+        await txn.commit(status="failed", error=error, hold_lease=False)
     except Exception as again:  # the original error matters more; recovery handles the rest
         log.warning("thread %r: storing the failure (%s) failed too: %s. This process "
                     "recovers the thread on its next call.", txn.thread_id,

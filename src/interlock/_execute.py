@@ -39,6 +39,7 @@ from .leases import local_run
 from .messages import AssistantMessage, ToolMessage
 from .middleware import BoundMiddleware, Middleware, ToolCallHandler, ToolCallRequest, bind
 from .storage.base import FINAL_STATES, CallState, JournalEntry, ReviewSettings
+from .text import storable_result
 from .tools import ArgumentError, ToolContext, ToolError, result_to_text
 
 log = logging.getLogger("interlock")
@@ -101,6 +102,12 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
     """Run one approved call: ``running`` (stored), the tool, its result (stored; when it is the
     turn's last open call, with the tool messages that close the turn)."""
     call = e.effective
+    if e.exec_name is None and e.exec_args is None:
+        # arguments the model sent unusable stay refused unless a reviewer's edit replaced them
+        proposed = next((c for c in txn.turn_message().tool_calls if c.id == e.tool_call_id),
+                        None)
+        if proposed is not None and proposed.args_error is not None:
+            call = call.model_copy(update={"args_error": proposed.args_error})
     attempt = e.attempts + 1
     running = e.model_copy(update={"state": CallState.RUNNING, "attempts": attempt,
                                    "paused_from": e.state, "updated_at": txn.now()})
@@ -208,12 +215,8 @@ _FINISHING: set[asyncio.Task[None]] = set()
 async def _store_result(txn: ThreadTxn, running: JournalEntry, msg: ToolMessage) -> None:
     call = running.effective
     edited = running.paused_from == CallState.EDITED
+    msg = storable_result(msg)  # lone surrogates and NUL: escaped, with a note
     content = msg.content
-    problem = _not_unicode(content)
-    if problem is not None:
-        msg = ToolMessage(tool_call_id=running.tool_call_id, name=call.name, status="error",
-                          content=unstorable_text(call.name, problem))
-        content = msg.content
     if edited:
         custom = running.review.edit_notice if running.review is not None else None
         content = edit_notice(call.name, call.args, custom) + content
@@ -234,15 +237,6 @@ async def _store_result(txn: ThreadTxn, running: JournalEntry, msg: ToolMessage)
         {"name": call.name, "status": msg.status, "result": msg.content[:RESULT_PREVIEW],
          "result_chars": len(msg.content), "result_sha256": digest(msg.content)})], **close)
     await txn.emit(ToolFinished(txn.thread_id, msg))
-
-
-def _not_unicode(text: str) -> str | None:
-    """Why ``text`` cannot be stored (None: it can)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"the text is not valid Unicode: {exc.reason} at position {exc.start}"
-    return None
 
 
 def _unstorable_value(name: str, call_id: str, exc: Exception) -> ToolMessage:

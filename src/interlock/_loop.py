@@ -54,6 +54,7 @@ from .storage.base import (
     JournalEntry,
     ReviewSettings,
 )
+from .text import escaped, storable_reply
 
 # ---------------------------------------------------------------------- entry steps
 
@@ -209,7 +210,7 @@ async def call_model(txn: ThreadTxn, deps: RunDeps) -> None:
         async for piece in deps.model.stream(history, deps.tools):
             if isinstance(piece, str):
                 if piece:
-                    await txn.emit(ModelTextDelta(txn.thread_id, piece))
+                    await txn.emit(ModelTextDelta(txn.thread_id, escaped(piece)[0]))
             else:
                 message = piece
         if message is None:
@@ -219,7 +220,7 @@ async def call_model(txn: ThreadTxn, deps: RunDeps) -> None:
             )
     else:
         message = await deps.model.generate(history, list(deps.tools))
-    message = _unique_ids(txn, message)
+    message = _unique_ids(txn, storable_reply(message))
     seq = txn.t.message_count
     now = txn.now()
     if not message.tool_calls:

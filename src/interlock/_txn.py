@@ -37,6 +37,7 @@ from .storage.base import (
     ThreadSnapshot,
     VersionConflict,
 )
+from .text import check_thread_id, escaped, text_problem
 
 Sink = Callable[[Event], Awaitable[None]]
 
@@ -124,10 +125,15 @@ class ThreadTxn:
     async def load(self, *, create: bool = False) -> bool:
         """Load the thread. Returns True when it needs recovery: its run stopped mid-way
         (the owner is gone) or failed in the middle of a turn. A live owner: ``ThreadBusy``."""
+        if text_problem(self.thread_id) is not None:  # no store can hold such a thread
+            if create:
+                check_thread_id(self.thread_id)
+            raise ThreadNotFound(self.thread_id)
         snap = await self.store.load(self.thread_id)
         if snap is None:
             if not create:
                 raise ThreadNotFound(self.thread_id)
+            check_thread_id(self.thread_id)
             now = self.now()
             self.snap = ThreadSnapshot(
                 thread=ThreadRecord(thread_id=self.thread_id, created_at=now, updated_at=now,
@@ -346,7 +352,9 @@ class ThreadTxn:
 
     def raise_question(self, value: Any, *, origin: str, tool_call_id: str | None = None,
                        ) -> Interrupt:
-        """Stage a question from ``interrupt(value)`` in a tool or an ``after_model`` hook."""
+        """Stage a question from ``interrupt(value)`` in a tool or an ``after_model`` hook
+        (text that cannot be stored is escaped)."""
+        value = escaped(value)[0]
         intr = Interrupt(id=uuid.uuid4().hex, kind="input", value=value, created_at=self.now(),
                          tool_call_id=tool_call_id, origin=origin)
         self.stage(pending=[*self.t.pending, intr], audit=[AuditItem(

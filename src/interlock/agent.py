@@ -38,6 +38,7 @@ from .storage.base import (
     ThreadRecord,
 )
 from .storage.memory import MemoryCheckpointer
+from .text import check_input, text_problem
 from .tools import Tool, ToolSource
 
 log = logging.getLogger("interlock")
@@ -75,16 +76,24 @@ class ThreadState:
 
 
 def _coerce_input(value: Any) -> list[Message]:
+    """The input as messages; text that cannot be stored is refused (``InvalidText``)."""
+    messages = _as_messages(value)
+    for n, m in enumerate(messages):
+        check_input(m, f"input message {n + 1} ({m.role})")
+    return messages
+
+
+def _as_messages(value: Any) -> list[Message]:
     if isinstance(value, str):
         return [UserMessage(content=value)]
     if isinstance(value, Mapping):
         if "messages" in value:
-            return _coerce_input(list(value["messages"]))
+            return _as_messages(list(value["messages"]))
         return [MESSAGE_ADAPTER.validate_python(dict(value))]
     if isinstance(value, Sequence):
         out: list[Message] = []
         for item in value:
-            out.extend(_coerce_input(item))
+            out.extend(_as_messages(item))
         return out
     try:
         return [MESSAGE_ADAPTER.validate_python(value)]
@@ -95,7 +104,15 @@ def _coerce_input(value: Any) -> list[Message]:
         ) from None
 
 
+def _known(thread_id: str) -> str:
+    """A thread id to look up; one with text no store can hold cannot name a thread."""
+    if text_problem(thread_id) is not None:
+        raise ThreadNotFound(thread_id)
+    return thread_id
+
+
 def _reviewer(reviewer: Reviewer | str | None) -> tuple[Reviewer | None, str]:
+    check_input(reviewer.id if isinstance(reviewer, Reviewer) else reviewer, "the reviewer id")
     if reviewer is None:
         return None, "local"
     if isinstance(reviewer, str):
@@ -308,6 +325,7 @@ class Agent:
     ) -> RunResult:
         """Close every pending call with a "cancelled by reviewer" result; the thread goes idle."""
         _, actor = _reviewer(reviewer)
+        check_input(reason, "the cancel reason")
 
         async def step(txn: ThreadTxn, deps: RunDeps) -> RunResult:
             await _decide.cancel(txn, reason, actor)
@@ -340,7 +358,7 @@ class Agent:
     # ------------------------------------------------------------------ reading
 
     async def aget_thread(self, thread_id: str) -> ThreadState:
-        snap = await self.checkpointer.load(thread_id)
+        snap = await self.checkpointer.load(_known(thread_id))
         if snap is None:
             raise ThreadNotFound(thread_id)
         t = snap.thread
@@ -368,7 +386,7 @@ class Agent:
             yield row
 
     async def ajournal(self, thread_id: str) -> list[JournalEntry]:
-        return await self.checkpointer.journal(thread_id)
+        return await self.checkpointer.journal(_known(thread_id))
 
     async def aremembered(self, thread_id: str) -> list[RememberedApproval]:
         """Standing approvals ("approve and remember") of a thread."""
@@ -379,13 +397,15 @@ class Agent:
     ) -> bool:
         """Withdraw the remembered approval for ``tool_name``; returns False if there was none."""
         _, actor = _reviewer(reviewer)
+        check_input(tool_name, "the tool name")
         return await self._perform(
             thread_id, lambda txn, deps: _decide.revoke(txn, tool_name, actor))
 
     async def aaudit(
         self, thread_id: str | None = None, *, after_id: int = 0, limit: int = 1000
     ) -> list[AuditRecord]:
-        return await self.checkpointer.audit(thread_id=thread_id, after_id=after_id, limit=limit)
+        return await self.checkpointer.audit(thread_id=thread_id and _known(thread_id),
+                                             after_id=after_id, limit=limit)
 
     async def averify_audit(
         self, thread_id: str | None = None, *, allow_unsigned: bool = False,
@@ -396,7 +416,8 @@ class Agent:
         earlier. Returns the problems found (an empty list: none) with ``unchecked`` saying
         what could not be checked (e.g. no audit key here). ``allow_unsigned`` accepts the
         unsigned rows of a database written before audit rows were signed."""
-        return await verify_store(self.checkpointer, thread_id, allow_unsigned=allow_unsigned,
+        return await verify_store(self.checkpointer, thread_id and _known(thread_id),
+                                  allow_unsigned=allow_unsigned,
                                   head=head)
 
     async def aexport_audit_head(self) -> AuditHead:

@@ -17,6 +17,7 @@
     ├── RunLimitExceeded          the model kept calling tools past ``max_turns``
     ├── ModelError                the model provider failed; the thread is unchanged
     ├── NotAuthorized             a reviewer without the required role
+    ├── InvalidText               input with NUL / lone surrogates, or a malformed thread id
     └── StorageError              the store is unusable (e.g. schema newer than this code)
 
 Every message says what was wrong, which thread / tool call it concerns and what to do instead.
@@ -169,3 +170,15 @@ class StorageError(InterlockError):
     full, database locked or read-only, server unreachable, schema newer than this code, a
     value it cannot encode) and what to do. A run that hits it stops; its thread is recovered
     by the next call on it (see docs/durability.md)."""
+
+
+class InvalidText(InterlockError, ValueError):
+    """Input that cannot be stored: text with a NUL character or a lone surrogate, or a new
+    thread id outside the documented charset. Nothing was stored."""
+
+    def __init__(self, where: str, problem: str, fix: str | None = None) -> None:
+        fix = fix or ("Text with NUL characters or lone surrogates cannot be stored: remove "
+                      "them (send binary data encoded, e.g. as base64) and try again.")
+        super().__init__(f"{where} {problem}. {fix} Nothing was stored.")
+        self.where = where
+        self.problem = problem

@@ -41,11 +41,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def server(db: StoreFactory) -> AsyncIterator[Server]:
     """Thread ``t``: alice approved ``DELETE FROM orders`` and it ran."""
     EXECUTED.clear()

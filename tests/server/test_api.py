@@ -537,8 +537,11 @@ async def test_thread_stream_replays_after_an_event_id(local: Server) -> None:
 
 async def test_urls_quote_the_thread_id(local: Server) -> None:
     r = await local.client.post("/api/threads", json={"message": "hello", "thread_id": "a b<c>"})
+    assert r.status_code == 422 and "not a valid thread id" in r.json()["message"]
+    r = await local.client.post("/api/threads", json={"message": "hello",
+                                                      "thread_id": "ops:a@b.c_1-2"})
     assert r.status_code == 202
-    assert r.json()["thread_url"] == "/api/threads/a%20b%3Cc%3E"
-    await eventually(lambda: _status(local, "a b<c>", "completed"))
+    assert r.json()["thread_url"] == "/api/threads/ops%3Aa%40b.c_1-2"
+    await eventually(lambda: _status(local, "ops:a@b.c_1-2", "completed"))
     r = await local.client.get(r.json()["thread_url"])
-    assert r.json()["thread_id"] == "a b<c>"
+    assert r.json()["thread_id"] == "ops:a@b.c_1-2"

@@ -11,12 +11,14 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import AfterValidator
 
 from ..audit_verify import AuditHead, AuditReport
 from ..errors import NotAuthorized
 from ..hitl import HITLRequest
 from ..paging import Cursor, thread_page
 from ..result import RunResult
+from ..text import check_input
 from .auth import LOCAL_IDENTITY, Identity
 from .errors import ApiError, unauthorized
 from .hub import INBOX, thread_topic
@@ -83,7 +85,13 @@ async def identity(
 
 
 Caller = Annotated[Identity, Depends(identity)]
-ThreadId = Annotated[str, "thread id"]
+def _storable(value: str) -> str:
+    check_input(value, "the path or query parameter")  # InvalidText is a ValueError: 422
+    return value
+
+
+ThreadId = Annotated[str, AfterValidator(_storable)]
+ToolName = Annotated[str, AfterValidator(_storable)]
 Wait = Annotated[bool, Query(description="Wait for the run to pause or finish and return its "
                                          "outcome (200) instead of 202.")]
 
@@ -253,7 +261,8 @@ async def remembered(state: State, _: Caller, thread_id: ThreadId) -> Remembered
 
 @router.delete("/threads/{thread_id}/remembered/{tool_name}", response_model=Revoked,
                tags=["review"], responses=_err(401, 404))
-async def revoke(state: State, caller: Caller, thread_id: ThreadId, tool_name: str) -> Revoked:
+async def revoke(state: State, caller: Caller, thread_id: ThreadId, tool_name: ToolName
+                 ) -> Revoked:
     """Withdraw the remembered approval for ``tool_name``: its next call pauses again."""
     await state.agent.aget_thread(thread_id)
     if not await state.agent.arevoke(thread_id, tool_name,
@@ -279,7 +288,7 @@ Limit = Annotated[int, Query(ge=1, le=5000)]
 
 
 @router.get("/audit", response_model=AuditPage, tags=["audit"], responses=_err(401))
-async def audit(state: State, _: Caller, thread_id: str | None = None, after_id: AfterId = 0,
+async def audit(state: State, _: Caller, thread_id: ThreadId | None = None, after_id: AfterId = 0,
                 limit: Limit = 500) -> AuditPage:
     """The audit log in insertion order (all threads, or one)."""
     return await _audit_page(state, thread_id, after_id, limit)
@@ -295,7 +304,7 @@ AllowUnsigned = Annotated[bool, Query(description="Accept the unsigned rows of a
 
 
 @router.get("/audit/verify", response_model=VerifyResult, tags=["audit"], responses=_err(401))
-async def verify(state: State, _: Caller, thread_id: str | None = None,
+async def verify(state: State, _: Caller, thread_id: ThreadId | None = None,
                  allow_unsigned: AllowUnsigned = False) -> VerifyResult:
     """Check the signed hash chains, and the journal and messages against them; any edited,
     deleted or reordered row and any rewritten argument is reported (docs/security.md)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -12,6 +14,7 @@ from ..errors import (
     ConfigurationError,
     InterlockError,
     InvalidDecision,
+    InvalidText,
     ModelError,
     NotAuthorized,
     ResumeError,
@@ -38,11 +41,12 @@ def unauthorized(message: str) -> ApiError:
 
 
 def status_for(exc: InterlockError) -> int:
-    """404 unknown thread, 422 invalid decision, 403 role missing, 409 conflicts and stale or
-    missing requests, 400 bad input, 502 model provider failure, 503 storage, else 500."""
+    """404 unknown thread, 422 invalid decision or unstorable text, 403 role missing, 409
+    conflicts and stale or missing requests, 400 bad input, 502 model provider failure, 503
+    storage, else 500."""
     if isinstance(exc, ThreadNotFound):
         return 404
-    if isinstance(exc, InvalidDecision):
+    if isinstance(exc, InvalidDecision | InvalidText):
         return 422
     if isinstance(exc, NotAuthorized):
         return 403
@@ -72,16 +76,24 @@ async def api_error(_: Request, exc: Exception) -> JSONResponse:
                         headers=exc.headers)
 
 
+_SURROGATE = ("contains a lone surrogate (U+D800-U+DFFF, half of a UTF-16 pair); text with NUL "
+              "characters or lone surrogates cannot be stored: remove it and send the request "
+              "again. Nothing was stored")
+
+
+def _message(error: Any) -> str:
+    if error.get("type") == "string_unicode":  # the JSON parser's words for a lone surrogate
+        return _SURROGATE
+    return str(error.get("msg", "invalid"))
+
+
 async def validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
-    parts = [
-        f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', 'invalid')}"
-        for e in errors
-    ]
+    parts = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {_message(e)}" for e in errors]
     return JSONResponse(
         body("RequestValidationError", "The request is not valid: " + "; ".join(parts) + ".",
-             detail=[{"loc": list(e.get("loc", ())), "msg": e.get("msg")} for e in errors]),
+             detail=[{"loc": list(e.get("loc", ())), "msg": _message(e)} for e in errors]),
         status_code=422,
     )
 

@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..agent import Agent, ThreadState
 from ..audit_verify import AuditHead
@@ -15,6 +15,7 @@ from ..hitl import HITLRequest
 from ..interrupts import Interrupt
 from ..messages import Message
 from ..storage.base import AuditRecord, JournalEntry, RememberedApproval, ThreadRecord
+from ..text import check_input
 
 PREVIEW_CHARS = 160
 
@@ -30,9 +31,17 @@ class StartRun(BaseModel):
     model_config = ConfigDict(extra="forbid")
     message: str = Field(min_length=1, description="The user's message.")
     thread_id: str | None = Field(
-        default=None, min_length=1, max_length=200,
-        description="Thread to use; a new random id when omitted.",
+        default=None, min_length=1,
+        description="Thread to use; a new random id when omitted. A new id has "
+        "1 to 128 characters: a letter or digit, then letters, digits and . _ : @ -",
     )
+
+    @field_validator("thread_id")
+    @classmethod
+    def _valid_id(cls, value: str | None) -> str | None:
+        if value is not None:  # an existing thread may be older than the rule: looked up only
+            check_input(value, "thread_id")
+        return value
 
 
 class PostMessage(BaseModel):

@@ -29,9 +29,6 @@ from ..interrupts import Interrupt
 from ..messages import Message, ToolCall, ToolMessage
 from ..outbox import OutboxEvent
 
-SCHEMA_VERSION = 3
-"""Version of the stored format. Readers refuse a database whose version is newer."""
-
 RESOLVED_KEPT = 20
 """How many answered interrupt ids a thread row remembers (see ``ThreadRecord.resolved``)."""
 

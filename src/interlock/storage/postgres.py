@@ -7,12 +7,15 @@ schema (``public`` unless given), created and migrated on first use; the schema 
 recorded in ``interlock_meta``.
 
 Data columns are ``TEXT`` holding the records' JSON: exactly what the other backends store,
-and safe for any text a model or tool produces (``jsonb`` refuses ``\\u0000``). Cast to
-``jsonb`` in ad-hoc queries when needed (``data::jsonb -> 'state'`` on the journal).
+and safe for any text a model or tool produces (``jsonb`` refuses ``\\u0000``, and
+``json ->>`` fails on it), so no query of this module reads inside the JSON: what it filters
+or joins on has a column of its own. Cast to ``jsonb`` in ad-hoc queries when needed
+(``data::jsonb -> 'state'`` on the journal), knowing that rows with NUL escapes make it fail.
 """
 
 from __future__ import annotations
 
+import json
 import select
 import threading
 import time
@@ -28,7 +31,6 @@ from ..errors import ConfigurationError, MissingDependency, StorageError
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from ..outbox import OutboxEvent, outbox_json
 from .base import (
-    SCHEMA_VERSION,
     AuditRecord,
     ChangeCursor,
     ChangePage,
@@ -56,8 +58,38 @@ RECHECK_AFTER = 5.0
 TABLES = ("interlock_meta", "interlock_threads", "interlock_messages", "interlock_journal",
           "interlock_audit", "interlock_outbox")
 
-# Ordered migrations; index + 1 is the schema version they produce. ``{s}`` is the schema.
-MIGRATIONS: list[list[str]] = [
+
+
+def _backfill_deadlines(conn: Connection[Any], sql: _Statements) -> None:
+    """For rows written before migration 2: compute each paused thread's deadline."""
+    rows = conn.execute(sql.fmt(
+        "SELECT thread_id, data FROM {s}.interlock_threads WHERE status = 'interrupted'"
+    )).fetchall()
+    for thread_id, data in rows:
+        deadline = review_deadline(ThreadRecord.model_validate_json(data))
+        if deadline is not None:
+            conn.execute(sql.fmt(
+                "UPDATE {s}.interlock_threads SET deadline = %s WHERE thread_id = %s"),
+                [deadline, thread_id])
+
+
+def _copy_turns(conn: Connection[Any], sql: _Statements) -> None:
+    """Fill the ``turn`` column from the stored rows (parsed here: Postgres's JSON functions
+    refuse rows holding NUL escapes)."""
+    rows = conn.execute(sql.fmt("SELECT thread_id, data FROM {s}.interlock_threads")).fetchall()
+    turns = [(t, tid) for tid, data in rows
+             if (t := json.loads(data).get("turn")) is not None]
+    if turns:
+        with conn.cursor() as cur:
+            cur.executemany(sql.fmt("UPDATE {s}.interlock_threads SET turn = %s "
+                                    "WHERE thread_id = %s"), turns)
+
+
+Migration = str | Callable[["Connection[Any]", "_Statements"], None]
+
+# Ordered migrations; index + 1 is the schema version they produce. ``{s}`` is the schema; a
+# function does what SQL cannot.
+MIGRATIONS: list[list[Migration]] = [
     [
         """CREATE TABLE {s}.interlock_threads (
             thread_id  TEXT PRIMARY KEY,
@@ -106,6 +138,7 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX interlock_threads_change ON {s}.interlock_threads (change_xid, thread_id)",
         "CREATE INDEX interlock_threads_deadline ON {s}.interlock_threads (deadline) "
         "WHERE deadline IS NOT NULL",
+        _backfill_deadlines,
     ],
     [  # 3: the notification outbox
         """CREATE TABLE {s}.interlock_outbox (
@@ -121,7 +154,16 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX interlock_outbox_due ON {s}.interlock_outbox (status, next_at)",
         "CREATE INDEX interlock_outbox_thread ON {s}.interlock_outbox (thread_id, created_at)",
     ],
+    # 4: the open turn in a column of its own: reading it out of the row's JSON
+    # (``data::json ->> 'turn'``) fails for every row whose text holds a \u0000 escape
+    [
+        "ALTER TABLE {s}.interlock_threads ADD COLUMN turn INTEGER",
+        _copy_turns,
+    ],
 ]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""Version of the stored format. Readers refuse a database whose version is newer."""
 
 
 def _redacted(dsn: str) -> str:
@@ -327,22 +369,11 @@ class PostgresCheckpointer:
             current = self._stored_version(conn)
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for stmt in MIGRATIONS[version - 1]:
-                    conn.execute(q.fmt(stmt))
-                if version == 2:
-                    self._backfill_deadlines(conn)
+                    if isinstance(stmt, str):
+                        conn.execute(q.fmt(stmt))
+                    else:
+                        stmt(conn, q)
                 conn.execute(q.set_version, [str(version)])
-
-    def _backfill_deadlines(self, conn: Connection[Any]) -> None:
-        """Migration 2, for rows written before it: compute each paused thread's deadline."""
-        rows = conn.execute(self._sql.fmt(
-            "SELECT thread_id, data FROM {s}.interlock_threads WHERE status = 'interrupted'"
-        )).fetchall()
-        for thread_id, data in rows:
-            deadline = review_deadline(ThreadRecord.model_validate_json(data))
-            if deadline is not None:
-                conn.execute(self._sql.fmt(
-                    "UPDATE {s}.interlock_threads SET deadline = %s WHERE thread_id = %s"),
-                    [deadline, thread_id])
 
     def _stored_version(self, conn: Connection[Any]) -> int:
         """The recorded schema version (0 if none); raises if it is newer than this code."""
@@ -373,6 +404,8 @@ class PostgresCheckpointer:
 
     async def load(self, thread_id: str) -> ThreadSnapshot | None:
         q = self._sql
+        if "\x00" in thread_id:  # Postgres text cannot hold NUL: no such thread exists
+            return None
 
         def read() -> ThreadSnapshot | None:
             # one statement, so one snapshot: the row, the messages and the open turn's
@@ -399,7 +432,7 @@ class PostgresCheckpointer:
         t = change.thread
         first_seq = t.message_count - len(change.messages)
         params = {
-            "id": t.thread_id, "status": t.status, "version": t.version,
+            "id": t.thread_id, "status": t.status, "version": t.version, "turn": t.turn,
             "updated_at": t.updated_at, "data": thread_json(t), "expected": expected_version,
             "deadline": review_deadline(t),
             "m_seq": [first_seq + i for i in range(len(change.messages))],
@@ -476,6 +509,9 @@ class PostgresCheckpointer:
         return await self._run(read)
 
     async def journal(self, thread_id: str) -> list[JournalEntry]:
+        if "\x00" in thread_id:
+            return []
+
         def read() -> list[JournalEntry]:
             rows = self._read(f"reading the journal of thread {thread_id!r}",
                               lambda c: c.execute(self._sql.load_journal, [thread_id]).fetchall())
@@ -487,6 +523,8 @@ class PostgresCheckpointer:
         self, *, thread_id: str | None = None, after_id: int = 0, limit: int = 1000
     ) -> list[AuditRecord]:
         q = self._sql
+        if thread_id is not None and "\x00" in thread_id:
+            return []
 
         def fetch(conn: Connection[Any]) -> list[tuple[Any, ...]]:
             if thread_id is None:
@@ -616,7 +654,7 @@ class _Statements:
             "UNION ALL "
             "SELECT 2, j.position, j.data FROM {s}.interlock_journal j "
             "JOIN {s}.interlock_threads t ON t.thread_id = j.thread_id "
-            "WHERE j.thread_id = %(id)s AND j.turn = (t.data::json ->> 'turn')::int "
+            "WHERE j.thread_id = %(id)s AND j.turn = t.turn "
             "ORDER BY 1, 2"
         )
         self.load_journal = f("SELECT data FROM {s}.interlock_journal WHERE thread_id = %s "
@@ -653,14 +691,16 @@ class _Statements:
         )
         self.commit_new = f(
             "WITH th AS (INSERT INTO {s}.interlock_threads "
-            "(thread_id, status, version, updated_at, data, deadline) "
-            "VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, %(data)s, %(deadline)s) "
+            "(thread_id, status, version, updated_at, turn, data, deadline) "
+            "VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, %(turn)s, %(data)s, "
+            "%(deadline)s) "
             "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id), " + rest
         )
         self.commit_next = f(
             "WITH th AS (UPDATE {s}.interlock_threads "
             "SET status = %(status)s, version = %(version)s, updated_at = %(updated_at)s, "
-            "data = %(data)s, deadline = %(deadline)s, change_xid = pg_current_xact_id() "
+            "turn = %(turn)s, data = %(data)s, deadline = %(deadline)s, "
+            "change_xid = pg_current_xact_id() "
             "WHERE thread_id = %(id)s AND version = %(expected)s "
             "RETURNING thread_id), " + rest
         )

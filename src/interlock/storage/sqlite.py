@@ -15,7 +15,6 @@ from ..errors import StorageError
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from ..outbox import OutboxEvent, outbox_json
 from .base import (
-    SCHEMA_VERSION,
     AuditRecord,
     ChangeCursor,
     ChangePage,
@@ -122,6 +121,9 @@ def _backfill_deadlines(conn: sqlite3.Connection) -> None:
 
 BACKFILL: dict[int, Callable[[sqlite3.Connection], None]] = {2: _backfill_deadlines}
 """Python steps run right after the SQL of the migration that produces that version."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""Version of the stored format. Readers refuse a database whose version is newer."""
 
 
 class _Write:
