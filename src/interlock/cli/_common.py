@@ -6,10 +6,9 @@ import contextlib
 import functools
 import getpass
 import importlib
-import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +16,9 @@ from typing import Any, TypeVar
 import click
 from pydantic_core import to_jsonable_python
 from rich.console import Console
+from rich.segment import Segment
 
+from .. import display
 from .._sync import run_blocking
 from ..agent import Agent
 from ..authz import Reviewer, check_name
@@ -50,8 +51,8 @@ class CliError(click.ClickException):
             vars(self)["exit_code"] = exit_code  # ClickException declares it as a class var
 
     def show(self, file: Any = None) -> None:
-        click.echo(click.style("error: ", fg="red", bold=True) + self.format_message(),
-                   err=True)
+        click.echo(click.style("error: ", fg="red", bold=True)
+                   + display.one_line(self.format_message()), err=True)
 
 
 class CliUsageError(CliError):
@@ -92,13 +93,24 @@ class InterlockGroup(click.Group):
 # ---------------------------------------------------------------------------- output
 
 
+class SafeConsole(Console):
+    """A rich console that never writes a control, bidi or invisible character it did not
+    produce itself: text is made visible by :mod:`interlock.display` where it is built, and
+    anything that slipped through is escaped here, just before it is written."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            seg if seg.control else Segment(display.escape_hidden(seg.text), seg.style)
+            for seg in buffer)
+
+
 def out() -> Console:
     """A console on the current stdout (so test runners that swap streams see the output)."""
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+    return SafeConsole(file=sys.stdout, highlight=False, soft_wrap=False)
 
 
 def dump_json(value: Any) -> None:
-    click.echo(json.dumps(to_jsonable_python(value), indent=2, ensure_ascii=False))
+    click.echo(display.safe_json(to_jsonable_python(value)))
 
 
 def when(ts: datetime | None) -> str:
@@ -108,8 +120,8 @@ def when(ts: datetime | None) -> str:
 
 
 def short(text: str, width: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """``text`` on one line, made visible, cut to ``width`` (saying how much was left out)."""
+    return display.one_line(text, width)
 
 
 # ---------------------------------------------------------------------------- options

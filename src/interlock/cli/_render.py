@@ -14,6 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from .. import display
 from ..audit import AuditKind
 from ..hitl import ActionRequest, HITLRequest, ReviewConfig
 from ..interrupts import Interrupt
@@ -54,8 +55,8 @@ def threads_table(rows: list[ThreadRecord], width: int) -> RenderableType:
         for rec in rows:
             waiting = waiting_on(rec.pending)
             lines.append(Text.assemble(
-                (rec.thread_id, "bold"), "  ", status_text(rec.status),
-                (f"  waiting on {waiting}" if waiting else "", "yellow"),
+                (display.one_line(rec.thread_id), "bold"), "  ", status_text(rec.status),
+                (f"  waiting on {display.one_line(waiting)}" if waiting else "", "yellow"),
                 (f"  {when(rec.updated_at)}", "dim")))
             if rec.preview:
                 lines.append(Text("    " + short(rec.preview, max(30, width - 6)), style="dim"))
@@ -67,32 +68,41 @@ def threads_table(rows: list[ThreadRecord], width: int) -> RenderableType:
     table.add_column("waiting on", no_wrap=True)
     table.add_column("request")
     for rec in rows:
-        table.add_row(Text(rec.thread_id), status_text(rec.status), when(rec.updated_at),
-                      Text(waiting_on(rec.pending)), Text(short(rec.preview, 100)))
+        table.add_row(Text(display.one_line(rec.thread_id)), status_text(rec.status),
+                      when(rec.updated_at), Text(display.one_line(waiting_on(rec.pending))),
+                      Text(short(rec.preview, 100)))
     return table
 
 
 def json_block(value: Any) -> RenderableType:
-    """Pretty JSON that wraps (long strings are never cut off)."""
+    """Pretty JSON that wraps (long strings are never cut off); hidden characters visible."""
     try:
-        text = json.dumps(value, ensure_ascii=False, indent=2)
+        text = display.json_view(value)
     except (TypeError, ValueError):
-        return Text(repr(value))
+        return Text(display.visible(repr(value)))
     return JSONHighlighter()(Text(text))
 
 
 def args_block(args: dict[str, Any]) -> RenderableType:
     """Tool arguments for a reviewer: one row per argument, text shown as written (an e-mail
-    body keeps its line breaks), other values as JSON."""
+    body keeps its line breaks) with hidden characters made visible, other values as JSON."""
     if not args:
         return Text("(no arguments)", style="dim")
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(ratio=1)
     for key, value in args.items():
-        shown: RenderableType = Text(value) if isinstance(value, str) else json_block(value)
-        grid.add_row(Text(str(key)), shown)
+        shown: RenderableType = Text(display.visible(value)) if isinstance(value, str) \
+            else json_block(value)
+        grid.add_row(Text(display.one_line(str(key))), shown)
     return grid
+
+
+def warning_lines(*values: Any) -> list[RenderableType]:
+    """The visible warning for a request whose texts hide something (none if clean)."""
+    found = display.inspect(s for v in values for s in display.strings(v))
+    return [Text.assemble(("⚠ ", "bold red"), (line, "red"))
+            for line in display.warnings(found)]
 
 
 def message_lines(messages: list[Message], *, width: int = 600) -> RenderableType:
@@ -101,20 +111,21 @@ def message_lines(messages: list[Message], *, width: int = 600) -> RenderableTyp
         if isinstance(m, SystemMessage):
             continue
         if isinstance(m, UserMessage):
-            parts.append(Text.assemble(("user  ", "bold blue"), (m.content, "")))
+            parts.append(Text.assemble(("user  ", "bold blue"), (display.visible(m.content), "")))
         elif isinstance(m, AssistantMessage):
             if m.content:
-                parts.append(Text.assemble(("agent ", "bold magenta"), (m.content, "")))
+                parts.append(Text.assemble(("agent ", "bold magenta"),
+                                           (display.visible(m.content), "")))
             for c in m.tool_calls:
                 parts.append(Text.assemble(
-                    ("  → ", "magenta"), (c.name, "bold"), (" ", ""),
+                    ("  → ", "magenta"), (display.one_line(c.name), "bold"), (" ", ""),
                     (short(json.dumps(c.args, ensure_ascii=False), width), "dim"),
-                    (f"  [{c.id}]", "dim")))
+                    (f"  [{display.one_line(c.id)}]", "dim")))
         elif isinstance(m, ToolMessage):
             style = "green" if m.status == "success" else "red"
             how = f" ({m.decision})" if m.decision else ""
             parts.append(Text.assemble(
-                ("  ← ", style), (m.name, "bold"), (f" {m.status}{how}: ", style),
+                ("  ← ", style), (display.one_line(m.name), "bold"), (f" {m.status}{how}: ", style),
                 (short(m.content, width), "")))
     return Group(*parts) if parts else Text("(no messages)", style="dim")
 
@@ -150,16 +161,16 @@ def request_panel(
     request: ActionRequest, config: ReviewConfig, *, thread_id: str, preview: str,
     agent_text: str | None, index: int, total: int, now: datetime,
 ) -> Panel:
-    rows: list[RenderableType] = []
+    rows: list[RenderableType] = warning_lines(request.name, request.description, request.args)
     if preview:
-        rows.append(Text.assemble(("request  ", "bold"), (preview, "")))
+        rows.append(Text.assemble(("request  ", "bold"), (display.visible(preview), "")))
     if agent_text:
-        rows.append(Text.assemble(("agent    ", "bold"), (agent_text, "")))
+        rows.append(Text.assemble(("agent    ", "bold"), (display.visible(agent_text), "")))
     rows.append(Text(""))
-    rows.append(Text(request.description))
+    rows.append(Text(display.visible(request.description)))
     rows.append(Text(""))
-    rows.append(Text.assemble(("tool ", "bold"), (request.name, "bold cyan"),
-                              (f"   call {request.tool_call_id}", "dim")))
+    rows.append(Text.assemble(("tool ", "bold"), (display.one_line(request.name), "bold cyan"),
+                              (f"   call {display.one_line(request.tool_call_id)}", "dim")))
     rows.append(args_block(request.args))
     rows.append(Text(""))
     info = [f"allowed: {', '.join(config.allowed_decisions)}"]
@@ -170,7 +181,7 @@ def request_panel(
     if (d := deadline(config.expires_at, now)) is not None:
         info.append(d)
     rows.append(Text(" · ".join(info), style="dim"))
-    title = Text.assemble(("thread ", ""), (thread_id, "bold"),
+    title = Text.assemble(("thread ", ""), (display.one_line(thread_id), "bold"),
                           (f" · call {index} of {total} in this request", ""))
     return Panel(Group(*rows), title=title, title_align="left", border_style="yellow")
 
@@ -183,9 +194,10 @@ def journal_table(entries: list[JournalEntry], width: int) -> RenderableType:
         args = run.args
         name = e.name if run.name == e.name else f"{e.name} → {run.name}"
         lines.append(Text.assemble(
-            ("  ", ""), (e.tool_call_id, "dim"), "  ", (name, "bold"), "  ",
+            ("  ", ""), (display.one_line(e.tool_call_id), "dim"), "  ",
+            (display.one_line(name), "bold"), "  ",
             (e.state.value, STATE_STYLE.get(e.state.value, "")),
-            (f"  by {e.decided_by}" if e.decided_by else "", "dim")))
+            (f"  by {display.one_line(e.decided_by)}" if e.decided_by else "", "dim")))
         lines.append(Text("      " + short(json.dumps(args, ensure_ascii=False),
                                            max(40, width - 8)), style="dim"))
     return Group(*lines)
@@ -231,9 +243,10 @@ def audit_table(records: list[AuditRecord], width: int) -> RenderableType:
         lines: list[RenderableType] = []
         for r in records:
             lines.append(Text.assemble(
-                (f"{r.id or '':>5} ", "dim"), (when(r.ts), "dim"), "  ", (r.thread_id, "bold"),
-                "  ", (r.kind, "cyan"), "  by ", (r.actor, ""),
-                (f"  [{r.tool_call_id}]" if r.tool_call_id else "", "dim")))
+                (f"{r.id or '':>5} ", "dim"), (when(r.ts), "dim"), "  ",
+                (display.one_line(r.thread_id), "bold"), "  ", (display.one_line(r.kind), "cyan"),
+                "  by ", (display.one_line(r.actor), ""),
+                (f"  [{display.one_line(r.tool_call_id)}]" if r.tool_call_id else "", "dim")))
             lines.append(Text("      " + short(audit_summary(r), max(40, width - 8))))
         return Group(*lines)
     table = Table(header_style="bold", box=box.SIMPLE_HEAD)
@@ -245,23 +258,26 @@ def audit_table(records: list[AuditRecord], width: int) -> RenderableType:
     table.add_column("call", no_wrap=True)
     table.add_column("details")
     for r in records:
-        table.add_row(str(r.id or ""), when(r.ts), Text(r.thread_id), r.kind,
-                      Text(r.actor), Text(r.tool_call_id or "-"),
+        table.add_row(str(r.id or ""), when(r.ts), Text(display.one_line(r.thread_id)),
+                      Text(display.one_line(r.kind)), Text(display.one_line(r.actor)),
+                      Text(display.one_line(r.tool_call_id or "-")),
                       Text(short(audit_summary(r), 120)))
     return table
 
 
 def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
     if intr.kind == "input":
-        return Panel(json_block(intr.value), title=f"question (interrupt {intr.id})",
+        return Panel(json_block(intr.value),
+                     title=f"question (interrupt {display.one_line(intr.id)})",
                      title_align="left", border_style="yellow")
     value = intr.value
     req = HITLRequest.of(value)
     parts: list[RenderableType] = []
     for a, c in zip(req.action_requests, req.review_configs, strict=True):
-        parts.append(Text.assemble(("tool ", "bold"), (a.name, "bold cyan"),
-                                   (f"   call {a.tool_call_id}", "dim")))
-        parts.append(Text(a.description))
+        parts.extend(warning_lines(a.name, a.description, a.args))
+        parts.append(Text.assemble(("tool ", "bold"), (display.one_line(a.name), "bold cyan"),
+                                   (f"   call {display.one_line(a.tool_call_id)}", "dim")))
+        parts.append(Text(display.visible(a.description)))
         parts.append(args_block(a.args))
         info = [f"allowed: {', '.join(c.allowed_decisions)}"]
         if c.reviewers:
@@ -272,5 +288,6 @@ def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
             info.append(d)
         parts.append(Text(" · ".join(info), style="dim"))
         parts.append(Text(""))
-    return Panel(Group(*parts), title=f"waiting for a decision (interrupt {intr.id})",
+    return Panel(Group(*parts),
+                 title=f"waiting for a decision (interrupt {display.one_line(intr.id)})",
                  title_align="left", border_style="yellow")

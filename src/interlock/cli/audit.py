@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from .. import display
 from ..agent import Agent
 from ..audit_verify import AuditHead
 from ..storage.base import AuditRecord
@@ -94,13 +95,13 @@ def _verify(agent: Agent, thread_id: str | None, head_file: Path | None,
             raise CliError(f"cannot read the exported head {head_file}: {exc}") from None
     report = agent.verify_audit(thread_id, allow_unsigned=allow_unsigned, head=head)
     for note in report.unchecked:
-        click.echo(f"  not checked: {note}", err=True)
+        click.echo(f"  not checked: {display.one_line(str(note))}", err=True)
     if report:
         for p in report:
-            click.echo(f"  {p}", err=True)
+            click.echo(f"  {display.one_line(str(p))}", err=True)
         raise CliError(f"audit log verification failed: {len(report)} problem(s) in "
                        f"{report.rows} record(s).")
-    scope = f"thread {thread_id!r}" if thread_id else "all threads"
+    scope = f"thread {display.one_line(thread_id)!r}" if thread_id else "all threads"
     against = f", matches the head exported at {head.created_at:%Y-%m-%d %H:%M:%S} UTC" \
         if head is not None else ""
     partly = " (partly: see 'not checked' above)" if report.unchecked else ""

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from .. import display
 from ..agent import Agent, ThreadState
 from ..decisions import Reviewer
 from ..errors import (
@@ -215,7 +216,7 @@ class ReviewSession:
         if item.request is None or item.config is None:
             self.console.print(Panel(
                 json_block(item.interrupt.value),
-                title=Text.assemble(("thread ", ""), (item.thread_id, "bold"),
+                title=Text.assemble(("thread ", ""), (display.one_line(item.thread_id), "bold"),
                                     (" · the run asks a question", "")),
                 title_align="left", border_style="yellow"))
             return
@@ -293,25 +294,28 @@ class ReviewSession:
                 result = resume(lambda: stored.append(True))
         except InvalidDecision as exc:
             self.last_error = exc.problem
-            self.console.print(Text.assemble(("not accepted: ", "bold red"), (exc.problem, "")))
+            self.console.print(Text.assemble(("not accepted: ", "bold red"),
+                                             (display.visible(exc.problem), "")))
             return "invalid"
         except (InterruptConflict, StaleInterrupt, NoPendingInterrupt):
             self.console.print("Someone else decided this request (or its deadline passed); "
                                "moving on.", style="yellow")
             return "gone"
         except (NotAuthorized, ThreadBusy) as exc:
-            self.console.print(Text(str(exc), style="yellow"))
+            self.console.print(Text(display.visible(str(exc)), style="yellow"))
             self.skipped.add(item.key)
             return "skip"
         except InterlockError as exc:
             if not stored:  # the engine says whether the decision was stored before the error
-                self.console.print(Text.assemble(("not applied: ", "bold red"), (str(exc), "")))
+                self.console.print(Text.assemble(("not applied: ", "bold red"),
+                                                 (display.visible(str(exc)), "")))
                 self.skipped.add(item.key)
                 return "skip"
             self.tally[verb] += 1
             self.console.print(Text.assemble(
                 (f"{verb}; ", "bold"), ("but the run then stopped: ", "bold red"),
-                (str(exc), ""), (f"\n(thread {item.thread_id!r} is marked failed; it can be "
+                (display.visible(str(exc)), ""),
+                (f"\n(thread {display.one_line(item.thread_id)!r} is marked failed; it can be "
                                  f"continued with agent.recover())", "dim")))
             return "decided"
         self.tally[verb] += 1
@@ -319,23 +323,26 @@ class ReviewSession:
         return "decided"
 
     def report(self, item: Item, result: RunResult, verb: str) -> None:
-        what = item.request.name if item.request else "question"
+        what = display.one_line(item.request.name) if item.request else "question"
         self.console.print(Text.assemble(("✔ ", "green"), (verb, "bold green"),
                                          (f" {what}", "")))
         if result.status == "completed":
             self.console.print(Text.assemble(
-                ("thread ", "dim"), (item.thread_id, "bold"), (" completed: ", "dim"),
+                ("thread ", "dim"), (display.one_line(item.thread_id), "bold"),
+                (" completed: ", "dim"),
                 (short(result.output or "", 400), "")))
         elif not any(i.id == item.interrupt.id for i in result.interrupts):
-            self.console.print(Text.assemble(("thread ", "dim"), (item.thread_id, "bold"),
+            self.console.print(Text.assemble(("thread ", "dim"),
+                                             (display.one_line(item.thread_id), "bold"),
                                              (" continued and waits for a new decision",
                                               "dim")))
 
     def edit(self, item: Item) -> Outcome:
         assert item.request is not None
         request = item.request
-        header = [h.format(name=request.name, call_id=request.tool_call_id) for h in EDIT_HELP]
-        body = json.dumps(request.args, indent=2, ensure_ascii=False)
+        header = [h.format(name=display.one_line(request.name),
+                           call_id=display.one_line(request.tool_call_id)) for h in EDIT_HELP]
+        body = display.safe_json(request.args)
         error: str | None = None
         while True:
             lines = list(header)

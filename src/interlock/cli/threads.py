@@ -8,6 +8,7 @@ import click
 from rich.panel import Panel
 from rich.text import Text
 
+from .. import display
 from ..agent import Agent
 from ..storage.base import FINAL_STATES
 from ._common import (
@@ -87,16 +88,17 @@ def show(agent: Agent, thread_id: str, as_json: bool) -> None:
         })
         return
     console = out()
-    head = Text.assemble(("thread ", ""), (state.thread_id, "bold"), ("  ", ""),
+    head = Text.assemble(("thread ", ""), (display.one_line(state.thread_id), "bold"), ("  ", ""),
                          status_text(state.status),
                          (f"  version {state.version} · created {when(state.created_at)} · "
                           f"updated {when(state.updated_at)}", "dim"))
     console.print(head)
     if state.error:
-        console.print(Text.assemble(("error: ", "bold red"), (state.error, "")))
+        console.print(Text.assemble(("error: ", "bold red"), (display.visible(state.error), "")))
     for rule in state.remembered:
-        console.print(Text(f"remembered approval: {rule.tool_name} (this thread), by "
-                           f"{rule.created_by} at {when(rule.created_at)}", style="cyan"))
+        console.print(Text(f"remembered approval: {display.one_line(rule.tool_name)} (this "
+                           f"thread), by {display.one_line(rule.created_by)} at "
+                           f"{when(rule.created_at)}", style="cyan"))
     console.print(Panel(message_lines(state.messages), title="conversation",
                         title_align="left"))
     now = agent.clock()
@@ -126,5 +128,6 @@ def cancel(agent: Agent, thread_id: str, reason: str | None, reviewer: str | Non
     before = {e.tool_call_id for e in agent.get_thread(thread_id).journal
               if e.state not in FINAL_STATES}
     agent.cancel(thread_id, reason=reason, reviewer=who)
-    out().print(f"Cancelled thread {thread_id!r}: {len(before)} open call(s) closed without "
+    out().print(f"Cancelled thread {display.one_line(thread_id)!r}: {len(before)} open call(s) "
+                f"closed without "
                 f"running; the thread is idle.", highlight=False, markup=False)
