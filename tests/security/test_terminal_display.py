@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from interlock import SqliteCheckpointer
-
 from cli.helpers import SRC, child_env
+from interlock import SqliteCheckpointer
 from server.server_agents import make_agent
 
 SERVER_TESTS = Path(__file__).resolve().parents[1] / "server"

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .. import display
 from ..agent import Agent, ThreadState
 from ..audit_verify import AuditHead
 from ..hitl import HITLRequest
@@ -103,6 +104,10 @@ class CallSummary(BaseModel):
     reviewers: list[str] | None = None
     expires_at: datetime | None = None
     reason: str | None = None
+    display_warnings: list[str] = Field(
+        default_factory=list,
+        description="What the call's name, description and arguments hide (invisible or "
+        "control characters, mixed-script words, padding); empty when nothing.")
 
 
 class PendingSummary(BaseModel):
@@ -244,7 +249,9 @@ def pending_summary(intr: Interrupt) -> PendingSummary:
         calls = [
             CallSummary(tool_call_id=a.tool_call_id, name=a.name, args_preview=_preview(a.args),
                         allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,
-                        expires_at=c.expires_at, reason=a.reason)
+                        expires_at=c.expires_at, reason=a.reason,
+                        display_warnings=display.warnings(display.inspect(
+                            [a.name, a.description, *display.strings(a.args)])))
             for a, c in zip(req.action_requests, req.review_configs, strict=True)
         ]
         return PendingSummary(interrupt_id=intr.id, kind="review", created_at=intr.created_at,

@@ -3,6 +3,7 @@
 // as indented JSON), unchanged arguments named once. Used before an edit is sent and in the
 // history afterwards.
 
+import { lineEl } from "./display.js";
 import { h, pretty } from "./dom.js";
 
 const MAX_CELLS = 250000;  // beyond this a plain "all removed, all added" is shown
@@ -51,7 +52,7 @@ const OPS = { " ": "same", "-": "del", "+": "add" };
 function linesEl(lines) {
   return h("pre", { class: "diff-lines mono" }, lines.map((l) => h("span", {
     class: `diff-line diff-${OPS[l.op]}`,
-  }, h("span", { class: "diff-op", "aria-hidden": "true" }, l.op), l.text || " ")));
+  }, h("span", { class: "diff-op", "aria-hidden": "true" }, l.op), l.text ? lineEl(l.text) : " ")));
 }
 
 /** {changed: [names], el} comparing ``before`` and ``after`` (tool names and arguments). */
@@ -80,13 +81,14 @@ export function argsDiff(before, after, beforeName = null, afterName = null) {
       if (typeof b[k] !== typeof a[k]) note = `was ${typeof b[k]}, now ${typeof a[k]}`;
     }
     blocks.push(h("div", { class: "diff-arg", dataset: { arg: k } },
-      h("div", { class: "diff-name" }, h("span", { class: "mono" }, k),
+      h("div", { class: "diff-name" }, lineEl(k, 200, { class: "mono" }),
         note ? h("span", { class: "muted" }, ` (${note})`) : null),
       linesEl(lines)));
   }
   const unchanged = names.filter((k) => !changed.includes(k));
   const el = h("div", { class: "diff" },
     blocks.length ? blocks : h("p", { class: "muted diff-none" }, "No changes yet: these are the proposed arguments."),
-    unchanged.length ? h("p", { class: "muted diff-unchanged" }, `Unchanged: ${unchanged.join(", ")}`) : null);
+    unchanged.length ? h("p", { class: "muted diff-unchanged" }, "Unchanged: ",
+      unchanged.flatMap((k, i) => [i ? ", " : null, lineEl(k, 200)])) : null);
   return { changed, el };
 }

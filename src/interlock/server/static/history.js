@@ -1,6 +1,7 @@
 // One row of the "Decisions and activity" table, from an audit record.
 
 import { argsDiff } from "./diff.js";
+import { lineEl, textEl } from "./display.js";
 import { h, pretty, timeEl } from "./dom.js";
 
 const VERB = { approve: "approved", edit: "edited", reject: "rejected", respond: "responded to" };
@@ -62,8 +63,8 @@ export function historyRow(rec) {
   return h("tr", { class: `${minor ? "minor" : ""} ${decision ? `decision-row hist-${decision}` : ""}`.trim(),
     dataset: { kind: rec.kind } },
   h("td", { class: "when" }, timeEl(rec.ts)),
-  h("td", { class: `actor${system ? " system" : ""}` }, rec.actor),
-  h("td", { class: "what" }, h("div", {}, what),
+  h("td", { class: `actor${system ? " system" : ""}` }, lineEl(rec.actor, 80)),
+  h("td", { class: "what" }, h("div", {}, lineEl(what, 300)),
     diff || null,
-    detail ? h("pre", { class: "detail mono" }, detail) : null));
+    detail ? textEl(detail, { lines: 10, chars: 1500, attrs: { class: "detail mono" } }) : null));
 }

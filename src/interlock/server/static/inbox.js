@@ -2,7 +2,8 @@
 // detail view to decide on them. All model-produced text is inserted as text nodes.
 
 import * as api from "./api.js";
-import { append, clear, h, keyButton, oneLine, pretty, relTime, timeEl } from "./dom.js";
+import { jsonView, lineEl, strings, textEl, warningBadge, warningEl } from "./display.js";
+import { append, clear, h, keyButton, relTime, timeEl } from "./dom.js";
 import { argsDiff } from "./diff.js";
 import { argsEditor } from "./form.js";
 import { historyRow } from "./history.js";
@@ -84,9 +85,15 @@ function requestLine(s) {
   const input = s.pending.find((p) => p.kind === "input");
   if (input) return { title: "Question for you", detail: input.question || "" };
   // a thread that waits for nobody: what it was about, and how it ended
-  return { title: oneLine(s.preview) || s.thread_id,
+  return { title: s.preview || s.thread_id,
     detail: s.outcome || (s.status === "running" ? "running…" : statusText(s.status)),
     meta: s.last_decision || "no decisions", about: true };
+}
+
+function rowWarning(s) {
+  const calls = s.pending.flatMap((p) => p.calls);
+  return warningBadge([s.thread_id, s.preview, ...calls.flatMap((c) => [c.name, c.args_preview]),
+    ...s.pending.map((p) => p.question || "")], calls.flatMap((c) => c.display_warnings || []));
 }
 
 function rowEl(s, index) {
@@ -98,13 +105,15 @@ function rowEl(s, index) {
     dataset: { threadId: s.thread_id }, tabindex: "-1",
   },
   h("div", { class: "row-top" },
-    h("span", { class: "row-title" }, line.title),
+    lineEl(line.title, 200, { class: "row-title" }),
+    rowWarning(s),
     state.status !== "interrupted" ? h("span", { class: `badge status-${s.status}` }, s.status) : null,
     h("span", { class: "row-time" }, timeEl(s.updated_at))),
-  h("div", { class: "row-args mono" }, oneLine(line.detail)),
+  lineEl(line.detail, 400, { class: "row-args mono" }),
   h("div", { class: "row-meta" },
-    h("span", { class: "row-preview" }, line.about ? line.meta : oneLine(s.preview) || "—"),
-    h("span", { class: "row-id mono" }, s.thread_id)));
+    line.about ? lineEl(line.meta, 300, { class: "row-preview" })
+      : s.preview ? lineEl(s.preview, 300, { class: "row-preview" }) : h("span", { class: "row-preview" }, "—"),
+    lineEl(s.thread_id, 200, { class: "row-id mono" })));
   row.style.top = `${index * ROW_H}px`;
   return row;
 }
@@ -288,7 +297,8 @@ async function refreshDetail(force = false) {
       if (force || !state.detail || r.data.version !== state.detail.version) renderDetail(r.data);
     } else if (r.status !== 401) {
       clear($("#detail")).append(h("div", { class: "placeholder error" },
-        r.status === 404 ? `Thread ${id} does not exist (any more).` : r.data.message || `HTTP ${r.status}`));
+        r.status === 404 ? ["Thread ", lineEl(id), " does not exist (any more)."]
+          : lineEl(r.data.message || `HTTP ${r.status}`)));
     }
   }
   if (refreshAgain) {
@@ -337,7 +347,7 @@ function renderDetail(t) {
   state.detail = t;
   renderHead(t);
   parts.error.hidden = !t.error;
-  parts.error.textContent = t.error ? `The last run failed: ${t.error}` : "";
+  parts.error.replaceChildren(...(t.error ? ["The last run failed: ", textEl(t.error, { tag: "span" })] : []));
   renderRequests(t);
   renderRemembered(t);
   renderConversation(t);
@@ -357,10 +367,10 @@ function renderHead(t) {
     h("p", { class: "error", role: "alert" }));
   append(clear(parts.head), [
     h("div", { class: "head-main" },
-      h("h2", {}, "Thread ", h("code", { class: "thread-id" }, t.thread_id)),
+      h("h2", {}, "Thread ", h("code", { class: "thread-id" }, lineEl(t.thread_id))),
       h("span", { class: `badge status-${t.status}`, dataset: { status: t.status } }, statusText(t.status)),
       h("span", { class: "muted" }, "updated ", timeEl(t.updated_at))),
-    t.preview ? h("p", { class: "head-preview" }, t.preview) : null,
+    t.preview ? textEl(t.preview, { tag: "p", lines: 4, chars: 600, attrs: { class: "head-preview" } }) : null,
     pendingCalls ? h("div", { class: "head-actions" },
       h("button", { type: "button", class: "btn ghost small", onclick: () => { cancelBox.hidden = false; } },
         "Cancel thread…")) : null,
@@ -479,7 +489,7 @@ function reviewCard(t, intr, action, config, tool) {
     const yes = keyButton(`Yes, ${label.toLowerCase()}`, "Enter", { class: "btn approve confirm-yes",
       onclick: () => { confirmBox.hidden = true; decide(decision, error); } });
     clear(confirmBox).append(
-      h("p", {}, `${label} `, h("span", { class: "tool-name" }, action.name), "? It runs at once."),
+      h("p", {}, `${label} `, lineEl(action.name, 200, { class: "tool-name" }), "? It runs at once."),
       h("div", { class: "actions" }, yes,
         keyButton("No", "Esc", { class: "btn ghost", onclick: () => { confirmBox.hidden = true; } })));
     confirmBox.hidden = false;
@@ -512,7 +522,7 @@ function reviewCard(t, intr, action, config, tool) {
         if (!r.ok) return;
         decide({ type: "edit", edited_action: { name: action.name, args: r.value } }, perr);
       });
-      append(panel, [h("h4", {}, `Edit the arguments of ${action.name}`), editor.el, diffBox,
+      append(panel, [h("h4", {}, "Edit the arguments of ", lineEl(action.name, 200)), editor.el, diffBox,
         h("div", { class: "actions" }, submit, closeButton()),
         perr]);
       editor.focus();
@@ -594,11 +604,12 @@ function reviewCard(t, intr, action, config, tool) {
 
   append(card, [
     h("header", { class: "card-head" },
-      h("span", { class: "tool-name" }, action.name),
+      lineEl(action.name, 200, { class: "tool-name" }),
       ...badges,
-      h("span", { class: "call-id mono", title: "tool call id" }, action.tool_call_id)),
-    tool && tool.description ? h("p", { class: "tool-doc" }, tool.description) : null,
-    description ? h("pre", { class: "desc" }, description) : null,
+      lineEl(action.tool_call_id, 100, { class: "call-id mono", title: "tool call id" })),
+    warningEl([action.name, action.description || "", ...strings(action.args)]),
+    tool && tool.description ? textEl(tool.description, { tag: "p", lines: 6, attrs: { class: "tool-doc" } }) : null,
+    description ? textEl(description, { lines: 8, attrs: { class: "desc" } }) : null,
     argsView(action.args),
     permitted ? null : h("p", { class: "notice" },
       `Only a reviewer with the role ${config.reviewers.join(" or ")} can decide this call.`),
@@ -616,11 +627,12 @@ function reviewCard(t, intr, action, config, tool) {
 function argsView(args, labelled = true) {
   const entries = Object.entries(args || {});
   const fields = h("dl", { class: "argv" }, entries.map(([name, value]) => [
-    h("dt", { class: "mono" }, name),
+    h("dt", { class: "mono" }, lineEl(name, 80)),
     h("dd", {}, typeof value === "string"
-      ? (value ? h("pre", { class: "argv-text" }, value) : h("span", { class: "muted" }, "(empty text)"))
-      : h("pre", { class: "argv-json mono" }, pretty(value)))]));
-  const json = h("pre", { class: "json mono", hidden: true }, pretty(args));
+      ? (value ? textEl(value, { attrs: { class: "argv-text" } }) : h("span", { class: "muted" }, "(empty text)"))
+      : textEl(jsonView(value), { attrs: { class: "argv-json mono" } }))]));
+  const json = h("div", { class: "json-view", hidden: true },
+    textEl(jsonView(args), { lines: 30, chars: 6000, attrs: { class: "json mono" } }));
   const toggle = h("button", { type: "button", class: "link small-link" }, "Show JSON");
   toggle.addEventListener("click", () => {
     json.hidden = !json.hidden;
@@ -672,7 +684,9 @@ function inputCard(t, intr) {
   append(card, [
     h("header", { class: "card-head" }, h("span", { class: "tool-name" }, "The agent asks"),
       intr.tool_call_id ? h("span", { class: "call-id mono" }, intr.tool_call_id) : null),
-    question !== null ? h("p", { class: "question" }, question) : h("pre", { class: "json mono" }, pretty(value)),
+    warningEl(strings(value)),
+    question !== null ? textEl(question, { tag: "p", attrs: { class: "question" } })
+      : textEl(jsonView(value), { attrs: { class: "json mono" } }),
     box,
     h("label", { class: "null-toggle" }, asJson, " send as JSON"),
     h("div", { class: "actions" }, send),
@@ -692,8 +706,8 @@ function renderRemembered(t) {
     h("ul", { class: "rules" }, t.remembered.map((rule) => {
       const err = h("span", { class: "error", role: "alert" });
       return h("li", {},
-        h("span", { class: "tool-name" }, rule.tool_name),
-        h("span", { class: "muted" }, " runs without asking — set by ", rule.created_by, ", ", timeEl(rule.created_at), " "),
+        lineEl(rule.tool_name, 200, { class: "tool-name" }),
+        h("span", { class: "muted" }, " runs without asking — set by ", lineEl(rule.created_by, 100), ", ", timeEl(rule.created_at), " "),
         h("button", { type: "button", class: "btn ghost small", onclick: async () => {
           const r = await api.del(`api/threads/${enc(t.thread_id)}/remembered/${enc(rule.tool_name)}`);
           if (r.ok) refreshDetail(true);
@@ -719,30 +733,28 @@ function pendingCallIds(t) {
 }
 
 function messageEl(m, pending) {
+  const text = (content) => textEl(content, { tag: "div", lines: 20, chars: 3000, attrs: { class: "text" } });
   if (m.role === "user") {
-    return h("div", { class: "msg user" }, h("div", { class: "who" }, "User"), h("div", { class: "text" }, m.content));
+    return h("div", { class: "msg user" }, h("div", { class: "who" }, "User"), text(m.content));
   }
   if (m.role === "assistant") {
     return h("div", { class: "msg assistant" }, h("div", { class: "who" }, "Agent"),
-      m.content ? h("div", { class: "text" }, m.content) : null,
+      m.content ? text(m.content) : null,
       (m.tool_calls || []).map((c) => h("div", { class: "call" },
-        h("div", { class: "call-head" }, "calls ", h("span", { class: "tool-name" }, c.name),
-          h("span", { class: "call-id mono" }, c.id)),
+        h("div", { class: "call-head" }, "calls ", lineEl(c.name, 200, { class: "tool-name" }),
+          lineEl(c.id, 100, { class: "call-id mono" })),
         pending.has(c.id)
           ? h("p", { class: "muted waiting-above" }, "waiting for your decision (above)")
           : argsView(c.args, false))));
   }
   if (m.role === "tool") {
-    const long = m.content.length > 1200;
-    const body = h("pre", { class: `text result${long ? " clamp" : ""}` }, m.content);
     return h("div", { class: `msg tool ${m.status === "error" ? "error-result" : ""}`, dataset: { callId: m.tool_call_id } },
-      h("div", { class: "who" }, "Result of ", h("span", { class: "tool-name" }, m.name), " ",
+      h("div", { class: "who" }, "Result of ", lineEl(m.name, 200, { class: "tool-name" }), " ",
         h("span", { class: `badge ${m.status === "error" ? "bad" : "good"}` }, m.status), " ",
         decisionBadge(m.decision)),
-      body,
-      long ? h("button", { type: "button", class: "link", onclick: (e) => { body.classList.remove("clamp"); e.target.remove(); } }, "Show all") : null);
+      textEl(m.content, { lines: 20, chars: 1200, attrs: { class: "text result" } }));
   }
-  return h("div", { class: "msg system" }, h("div", { class: "who" }, m.role), h("div", { class: "text" }, m.content));
+  return h("div", { class: "msg system" }, h("div", { class: "who" }, m.role), text(m.content));
 }
 
 function renderConversation(t) {
