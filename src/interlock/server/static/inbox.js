@@ -598,7 +598,7 @@ function reviewCard(t, intr, action, config, tool) {
   if ((config.approvals || 1) > 1) {
     const given = (config.approved_by || []).map((a) => a.by);
     badges.push(h("span", { class: "badge role", title: "approvals needed from distinct reviewers" },
-      `approvals ${given.length} of ${config.approvals}`, given.length ? `: ${given.join(", ")}` : ""));
+      `approvals ${given.length} of ${config.approvals}`, given.length ? [": ", lineEl(given.join(", "), 200)] : ""));
   }
   if (config.escalated_at) badges.push(h("span", { class: "badge warn" }, "escalated"));
 
