@@ -31,7 +31,7 @@ from ._texts import (
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
 from .decisions import PendingCall
-from .errors import InterlockError
+from .errors import InterlockError, StorageError
 from .events import ToolFinished, ToolStarted
 from .hitl import ActionRequest, ReviewConfig
 from .interrupts import PauseRun, enter_scope, exit_scope
@@ -111,9 +111,14 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
     attempt = e.attempts + 1
     running = e.model_copy(update={"state": CallState.RUNNING, "attempts": attempt,
                                    "paused_from": e.state, "updated_at": txn.now()})
-    await txn.commit(journal=[running], audit=[AuditItem(
-        AuditKind.TOOL_STARTED, SYSTEM, e.tool_call_id,
-        {"name": call.name, "args_sha256": digest(call.args), "attempt": attempt})])
+    before = txn.savepoint()
+    try:
+        await txn.commit(journal=[running], audit=[AuditItem(
+            AuditKind.TOOL_STARTED, SYSTEM, e.tool_call_id,
+            {"name": call.name, "args_sha256": digest(call.args), "attempt": attempt})])
+    except StorageError:
+        txn.rollback(before)  # the tool did not start: nothing stored later may say it did
+        raise
     await txn.emit(ToolStarted(txn.thread_id, call))
     request = ToolCallRequest(
         thread_id=txn.thread_id, call=call,
@@ -141,9 +146,9 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
     except asyncio.CancelledError:
         if tool_task.done() and not tool_task.cancelled():
             # the tool finished within the grace period: its real outcome is stored first
-            await _store_result(txn, running, _settle(tool_task, running))
+            await store_outcome(txn, running, _settle(tool_task, running))
         raise
-    await _store_result(txn, running, msg)
+    await store_outcome(txn, running, msg)
 
 
 async def _outcome(txn: ThreadTxn, deps: RunDeps, tool_task: asyncio.Future[ToolMessage],
@@ -193,7 +198,7 @@ def _finish_later(txn: ThreadTxn, tool_task: asyncio.Future[ToolMessage]) -> Non
             if tool_task.cancelled():
                 return
             msg = _settle(tool_task, entry)
-            await _store_result(txn, entry, msg)
+            await store_outcome(txn, entry, msg)
             await txn.commit(status="failed", error="The run was cancelled while a tool ran; "
                              "the tool's result is stored. Recover the thread to continue.",
                              hold_lease=False)
@@ -212,7 +217,32 @@ _FINISHING: set[asyncio.Task[None]] = set()
 """Tasks storing the outcome of tools whose run was cancelled (kept referenced)."""
 
 
-async def _store_result(txn: ThreadTxn, running: JournalEntry, msg: ToolMessage) -> None:
+_UNSTORED: dict[tuple[str, str, int], ToolMessage] = {}
+"""Results this process got from a tool but could not store (thread id, call id, attempt).
+When the same process recovers the thread, it stores them instead of claiming the outcome is
+unknown. Bounded; lost with the process, where "outcome unknown" is the truth."""
+_UNSTORED_KEPT = 1000
+
+
+def known_outcome(thread_id: str, e: JournalEntry) -> ToolMessage | None:
+    """The result of the ``running`` call ``e`` if this process ran it and could not store
+    its result (taken: it is stored by the caller)."""
+    return _UNSTORED.pop((thread_id, e.tool_call_id, e.attempts), None)
+
+
+async def store_outcome(txn: ThreadTxn, running: JournalEntry, msg: ToolMessage) -> None:
+    """Store the result of a ``running`` call. If that fails, this process remembers it (see
+    :func:`known_outcome`)."""
+    try:
+        await _store_result_once(txn, running, msg)
+    except StorageError:
+        if len(_UNSTORED) >= _UNSTORED_KEPT:
+            _UNSTORED.pop(next(iter(_UNSTORED)))
+        _UNSTORED[(txn.thread_id, running.tool_call_id, running.attempts)] = msg
+        raise
+
+
+async def _store_result_once(txn: ThreadTxn, running: JournalEntry, msg: ToolMessage) -> None:
     call = running.effective
     edited = running.paused_from == CallState.EDITED
     msg = storable_result(msg)  # lone surrogates and NUL: escaped, with a note

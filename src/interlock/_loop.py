@@ -19,7 +19,7 @@ from inspect import isawaitable
 
 from ._decide import ResumeSpec, apply_resume, expire_due, raise_if_answered
 from ._deps import RunDeps
-from ._execute import execute, handle_unknown
+from ._execute import execute, handle_unknown, known_outcome, store_outcome
 from ._texts import SYSTEM
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
@@ -104,7 +104,10 @@ async def recover(txn: ThreadTxn, deps: RunDeps) -> RunResult:
 async def take_over(txn: ThreadTxn, deps: RunDeps) -> RunResult:
     """Recover a loaded thread whose run stopped: calls that were ``running`` become
     ``unknown`` (and are retried or put to a reviewer), then the loop goes on."""
-    unknown = [e for e in txn.s.journal.values() if e.state == CallState.RUNNING]
+    running = [e for e in txn.s.journal.values() if e.state == CallState.RUNNING]
+    # results this process got but could not store are stored now, not declared unknown
+    known = [(e, msg) for e in running if (msg := known_outcome(txn.thread_id, e)) is not None]
+    unknown = [e for e in running if all(e is not k for k, _ in known)]
     now = txn.now()
     await txn.commit(
         journal=[e.model_copy(update={"state": CallState.UNKNOWN, "updated_at": now})
@@ -115,6 +118,8 @@ async def take_over(txn: ThreadTxn, deps: RunDeps) -> RunResult:
         + [AuditItem(AuditKind.RECOVERED, SYSTEM, None,
                      {"previous_owner": txn.t.lease_owner})],
     )
+    for e, msg in known:
+        await store_outcome(txn, e, msg)
     return await loop(txn, deps)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from .storage.base import (
 from .text import check_thread_id, escaped, text_problem
 
 Sink = Callable[[Event], Awaitable[None]]
+log = logging.getLogger("interlock")
 
 
 class AuditItem(NamedTuple):
@@ -47,6 +49,17 @@ class AuditItem(NamedTuple):
     actor: str
     tool_call_id: str | None
     data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Savepoint:
+    thread: ThreadRecord
+    journal: dict[str, JournalEntry]
+    messages: int
+    staged_messages: int
+    staged_journal: dict[str, JournalEntry]
+    audit: int
+    events: int
 
 
 @dataclass(frozen=True)
@@ -147,7 +160,8 @@ class ThreadTxn:
         t = snap.thread
         if t.status == "running":
             owner = t.lease_owner
-            if owner and owner_alive(owner, t.lease_until, self.now(), self.thread_id):
+            if owner and owner_alive(owner, t.lease_until, self.now(), self.thread_id,
+                                     asking_run=True):
                 raise ThreadBusy(self.thread_id, owner, here=is_this_process(owner))
             return True
         return t.status == "failed" and t.turn is not None
@@ -253,6 +267,22 @@ class ThreadTxn:
         self.stage(messages=messages, journal=journal, audit=audit, **updates)
         await self.flush(hold_lease=hold_lease)
 
+    def savepoint(self) -> Savepoint:
+        """The in-memory state now, to return to when a commit fails (see :meth:`rollback`)."""
+        s = self.s
+        return Savepoint(s.thread, dict(s.journal), len(s.messages), len(self._messages),
+                         dict(self._journal), len(self._audit), len(self._events))
+
+    def rollback(self, sp: Savepoint) -> None:
+        """Forget what was staged after ``sp`` (a step whose commit failed did not happen)."""
+        s = self.s
+        s.thread, s.journal = sp.thread, sp.journal
+        del s.messages[sp.messages:]
+        del self._messages[sp.staged_messages:]
+        self._journal = sp.staged_journal
+        del self._audit[sp.audit:]
+        del self._events[sp.events:]
+
     # ------------------------------------------------------------------ conflicts
 
     def _busy(self) -> ConcurrencyError:
@@ -284,9 +314,13 @@ class ThreadTxn:
         async def renew() -> None:
             while True:
                 await asyncio.sleep(period)
-                async with self._lock:
-                    if self.holding:
-                        await self._flush(hold_lease=True)
+                try:
+                    async with self._lock:
+                        if self.holding:
+                            await self._flush(hold_lease=True)
+                except Exception as exc:  # the next renewal (or the result commit) retries
+                    log.warning("thread %r: renewing the lease failed: %s", self.thread_id,
+                                exc)
 
         task = asyncio.create_task(renew(), name=f"interlock-lease:{self.thread_id}")
         try:
@@ -375,3 +409,5 @@ def _request(calls: Sequence[PendingCall]) -> dict[str, Any]:
 
 async def _settled(task: asyncio.Task[Any]) -> None:
     await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()  # retrieved: never reported as unhandled

@@ -45,8 +45,10 @@ def local_run(thread_id: str) -> Iterator[None]:
                 del _local[thread_id]
 
 
-def running_here(thread_id: str) -> bool:
-    return thread_id in _local
+def running_here(thread_id: str, *, besides: int = 0) -> bool:
+    """Whether a run of this process advances ``thread_id`` — other than the ``besides`` runs
+    asking (a run that loads its thread is registered itself)."""
+    return _local.get(thread_id, 0) > besides
 
 
 def is_this_process(owner: str) -> bool:
@@ -63,8 +65,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def owner_alive(owner: str, lease_until: datetime | None, now: datetime, thread_id: str) -> bool:
-    """True when ``owner`` may still be working on the thread."""
+def owner_alive(owner: str, lease_until: datetime | None, now: datetime, thread_id: str, *,
+                asking_run: bool = False) -> bool:
+    """True when ``owner`` may still be working on the thread. ``asking_run``: the caller is
+    itself a run of this process registered on the thread (it does not count)."""
     host, _, rest = owner.partition("|")
     pid_s, _, nonce = rest.partition("|")
     if host == HOST and pid_s.isdigit():
@@ -72,7 +76,7 @@ def owner_alive(owner: str, lease_until: datetime | None, now: datetime, thread_
         if pid == os.getpid():
             # this very process: alive only while a run here advances the thread (the lease
             # left behind by a run that ended without storing its end is stale)
-            return nonce == _NONCE and running_here(thread_id)
+            return nonce == _NONCE and running_here(thread_id, besides=int(asking_run))
         if not _pid_alive(pid):
             return False
     return lease_until is not None and lease_until > now

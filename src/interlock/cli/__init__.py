@@ -5,6 +5,7 @@
   interlock serve MODULE:agent          the HTTP API and web inbox for your agent
   interlock review --agent MODULE:agent walk pending requests in the terminal
   interlock threads / show / cancel     inspect and close threads
+  interlock recover --agent MODULE:agent continue threads whose process stopped
   interlock audit [verify]              the hash-chained audit log
   interlock dispatch / outbox           deliver notifications; see and retry them
 
@@ -23,6 +24,7 @@ from ._common import InterlockGroup
 from .audit import audit
 from .demo import demo
 from .notify import dispatch, outbox
+from .recover import recover
 from .review import review
 from .threads import cancel, show, threads
 
@@ -44,7 +46,7 @@ def main() -> None:
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 
-for _command in (demo, review, threads, show, cancel, audit, dispatch, outbox):
+for _command in (demo, review, threads, show, cancel, recover, audit, dispatch, outbox):
     main.add_command(_command)
 
 try:

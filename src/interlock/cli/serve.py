@@ -29,6 +29,10 @@ from ._common import DB_ENV, CliError, load_agent
               "processes appear within this time).")
 @click.option("--expiry-interval", default=30.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds between checks of review deadlines; 0 disables the sweeper.")
+@click.option("--recovery-interval", default=30.0, show_default=True,
+              type=click.FloatRange(min=0),
+              help="Seconds between sweeps that continue threads whose process stopped "
+              "mid-run (one sweep always runs at start); 0: only at start.")
 @click.option("--root-path", default="", metavar="PREFIX",
               help="URL prefix when a reverse proxy serves the inbox under a path, e.g. "
               "/interlock (the proxy strips it).")
@@ -42,10 +46,13 @@ from ._common import DB_ENV, CliError, load_agent
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Path | None,
-          poll_interval: float, expiry_interval: float, root_path: str,
-          notify_file: Path | None, no_dispatch: bool, log_level: str) -> None:
+          poll_interval: float, expiry_interval: float, recovery_interval: float,
+          root_path: str, notify_file: Path | None, no_dispatch: bool, log_level: str) -> None:
     """Serve the review API and the web inbox for MODULE:AGENT (an Agent, or a function
     returning one), e.g. `interlock serve myapp.agents:agent --db sqlite:///interlock.db`.
+
+    Threads whose process stopped mid-run (a crash, a killed server) are continued
+    automatically, at start and every --recovery-interval seconds.
 
     Without tokens the server runs in local mode: it listens only on loopback and every
     decision is recorded as reviewer `local`.
@@ -60,6 +67,8 @@ def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Pa
             agent, host=host, port=port, db_url=db, tokens=tokens_file,
             poll_interval=poll_interval,
             expiry_interval=timedelta(seconds=expiry_interval) if expiry_interval else None,
+            recovery_interval=timedelta(seconds=recovery_interval) if recovery_interval
+            else None,
             log_level=log_level, on_started=_announce, root_path=root_path,
             notify=notify_file, dispatch=not no_dispatch,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from .. import __version__
 from ..agent import Agent
 from ..errors import InterlockError
 from ..notify import Dispatcher, NotifyConfig, build_channels, load_config
+from ..result import RunResult
 from . import errors
 from .api import router
 from .auth import FailureThrottle, TokenConfig, load_tokens
@@ -34,17 +35,24 @@ log = logging.getLogger("interlock.server")
 STATIC = Path(__file__).parent / "static"
 
 
-async def _sweep(agent: Agent, watcher: InboxWatcher, interval: float) -> None:
-    """Apply review deadlines (``InterruptOn(expires_after=...)``) periodically."""
+async def _repeat(what: str, job: Callable[[], Awaitable[list[RunResult]]],
+                  watcher: InboxWatcher, interval: float | None, *, at_start: bool) -> None:
+    """Run ``job`` every ``interval`` seconds (first at once when ``at_start``; None: only
+    that once); poke the inbox when it changed threads. Failures are logged and retried."""
+    first = at_start
     while True:
-        await asyncio.sleep(interval)
+        if not first:
+            if interval is None:
+                return
+            await asyncio.sleep(interval)
+        first = False
         try:
-            if await agent.aexpire_due():
+            if await job():
                 watcher.poke()
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("expiry sweep failed; retrying in %.0f s", interval)
+            log.exception("%s failed; retrying", what)
 
 
 def create_app(
@@ -54,6 +62,8 @@ def create_app(
     use_env_tokens: bool = True,
     poll_interval: float = 0.5,
     expiry_interval: timedelta | None = timedelta(seconds=30),
+    recovery_interval: timedelta | None = timedelta(seconds=30),
+    recover: bool = True,
     sse_keepalive: float = 15.0,
     shutdown_grace: float = 5.0,
     inbox: bool = True,
@@ -70,12 +80,17 @@ def create_app(
     ``local`` with every role, loopback clients only.
     ``poll_interval``: seconds between checkpointer polls feeding the inbox stream (changes made
     by other processes appear within it). ``expiry_interval``: how often pending requests are
-    checked against their deadline (``None`` disables the sweeper). ``inbox``: serve the web
-    inbox at ``/``. ``limits``: request sizes and the failed-token throttle (:class:`Limits`;
-    the defaults suit most deployments). ``notify``: the notification configuration (a
-    :class:`NotifyConfig` or a TOML file, see docs/notifications.md): enables the Slack and
-    e-mail decision routes and, unless ``dispatch=False``, delivers the outbox from this
-    process.
+    checked against their deadline (``None`` disables the sweeper). ``recover``: continue
+    threads whose process stopped mid-run (a crash, a killed server), at start and every
+    ``recovery_interval`` (``None``: only at start); a call that was running becomes an
+    "outcome unknown" request unless its tool is idempotent. ``shutdown_grace``: seconds the
+    runs still going get to finish at shutdown before they are cancelled (a cancelled run
+    waits for a tool that is running, up to the agent's ``tool_grace``, and stores its
+    outcome). ``inbox``: serve the web inbox at ``/``. ``limits``: request sizes and the
+    failed-token throttle (:class:`Limits`; the defaults suit most deployments). ``notify``:
+    the notification configuration (a :class:`NotifyConfig` or a TOML file, see
+    docs/notifications.md): enables the Slack and e-mail decision routes and, unless
+    ``dispatch=False``, delivers the outbox from this process.
     """
     limits = limits or Limits()
     auth = load_tokens(tokens, use_env=use_env_tokens)
@@ -111,10 +126,15 @@ def create_app(
         except Exception:
             log.exception("inbox watcher: reading the change feed failed; retrying")
         background = [asyncio.create_task(watcher.run(), name="interlock-inbox-watcher")]
-        if expiry_interval is not None:
-            background.append(asyncio.create_task(
-                _sweep(agent, watcher, expiry_interval.total_seconds()),
-                name="interlock-expiry-sweeper"))
+        if expiry_interval is not None:  # review deadlines (InterruptOn(expires_after=...))
+            background.append(asyncio.create_task(_repeat(
+                "expiry sweep", agent.aexpire_due, watcher, expiry_interval.total_seconds(),
+                at_start=False), name="interlock-expiry-sweeper"))
+        if recover:  # threads whose process stopped mid-run: at start, then periodically
+            every = recovery_interval.total_seconds() if recovery_interval else None
+            background.append(asyncio.create_task(_repeat(
+                "recovery sweep", agent.arecover_stale, watcher, every, at_start=True),
+                name="interlock-recovery"))
         if dispatcher is not None:
             background.append(asyncio.create_task(dispatcher.run(),
                                                   name="interlock-outbox-dispatcher"))

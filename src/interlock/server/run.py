@@ -31,6 +31,7 @@ def build_server(
     tokens: TokenConfig | None = None,
     poll_interval: float = 0.5,
     expiry_interval: timedelta | None = timedelta(seconds=30),
+    recovery_interval: timedelta | None = timedelta(seconds=30),
     log_level: str = "info",
     on_started: Callable[[str], None] | None = None,
     limits: Limits | None = None,
@@ -54,8 +55,8 @@ def build_server(
     if db_url is not None:
         agent.checkpointer = from_url(db_url)
     app = create_app(agent, tokens=auth, use_env_tokens=False, poll_interval=poll_interval,
-                     expiry_interval=expiry_interval, limits=limits,
-                     notify=notify, dispatch=dispatch)
+                     expiry_interval=expiry_interval, recovery_interval=recovery_interval,
+                     limits=limits, notify=notify, dispatch=dispatch)
     state = app.state.interlock
     assert isinstance(state, ServerState)
     uvicorn_options.setdefault("timeout_graceful_shutdown", 5)

@@ -287,6 +287,18 @@ class PostgresCheckpointer:
     def _connect_seconds(self) -> int:
         return max(1, round(self.connect_timeout))
 
+    def _unreachable(self) -> str | None:
+        """Why a fresh connection to the server fails (None: it succeeds)."""
+        import psycopg
+
+        try:
+            psycopg.connect(self.dsn, autocommit=True,
+                            connect_timeout=self._connect_seconds()).close()
+        except psycopg.OperationalError as exc:
+            text = str(exc).strip()
+            return text.splitlines()[0] if text else type(exc).__name__
+        return None
+
     def _prepare(self) -> None:
         import psycopg
 
@@ -321,9 +333,20 @@ class PostgresCheckpointer:
                 yield conn
                 self._last_used[conn] = time.monotonic()
         except PoolTimeout:
+            # the pool had no connection to give: either the server cannot be reached (the
+            # pool keeps failing to reconnect) or every connection is busy
+            unreachable = self._unreachable()
+            if unreachable is not None:
+                raise StorageError(
+                    f"Postgres at {self._where} is unreachable while {what}: {unreachable}. "
+                    f"Nothing of this change was stored. Check that the server runs and the "
+                    f"network; the thread is recovered from its last stored step on its next "
+                    f"call."
+                ) from None
             raise StorageError(
                 f"No free Postgres connection within {self.timeout:g}s while {what} "
-                f"(max_size={self.max_size}). Raise PostgresCheckpointer(max_size=...) or the "
+                f"(max_size={self.max_size}): the server answers, but every connection of "
+                f"this process was busy. Raise PostgresCheckpointer(max_size=...) or the "
                 f"timeout, or lower the number of concurrent runs."
             ) from None
         except psycopg.OperationalError as exc:

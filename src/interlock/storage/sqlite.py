@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -225,7 +227,7 @@ class SqliteCheckpointer:
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -233,9 +235,47 @@ class SqliteCheckpointer:
 
     def _with_conn(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` on the connection; one caller at a time (the worker thread, or a
-        blocking-API caller's own thread)."""
+        blocking-API caller's own thread). SQLite's errors become :class:`StorageError`."""
         with self._lock:
-            return fn(self._connect())
+            try:
+                return fn(self._connect())
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
+
+    def _error(self, exc: sqlite3.Error) -> StorageError:
+        """A :class:`StorageError` that names what went wrong with the file, and what to do."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        where = f"The SQLite database {self.path!r}"
+        if name == "SQLITE_FULL":
+            text = (f"{where} cannot grow: the disk (or file system) holding it is full "
+                    f"(SQLite: {exc}). Nothing of this change was stored. Free space, then "
+                    f"call the thread again: it is recovered from its last stored step.")
+        elif name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            text = (f"{where} stayed locked by another connection for longer than "
+                    f"busy_timeout={self.busy_timeout:g}s (SQLite: {exc}). Nothing of this "
+                    f"change was stored. Find the process holding a long write transaction, or "
+                    f"raise SqliteCheckpointer(busy_timeout=...), and try again.")
+        elif name.startswith("SQLITE_READONLY") or (
+                name.startswith("SQLITE_CANTOPEN") and self._read_only_place()):
+            text = (f"{where} is read-only for this process (SQLite: {exc}): check the "
+                    f"permissions of the file, its directory (the -wal and -shm files live "
+                    f"there) and the mount. Nothing of this change was stored.")
+        elif name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")):
+            text = (f"{where} could not be read or written (SQLite {name}: {exc}); check the "
+                    f"disk and the file's path. Nothing of this change was stored.")
+        elif name == "SQLITE_CORRUPT" or name == "SQLITE_NOTADB":
+            text = (f"{where} is damaged or not an SQLite file (SQLite: {exc}); restore it "
+                    f"from a backup.")
+        else:
+            text = f"{where} failed ({name or type(exc).__name__}: {exc})."
+        return StorageError(text)
+
+    def _read_only_place(self) -> bool:
+        """Whether the database's directory cannot be written (a read-only mount: SQLite then
+        cannot create the -wal / -shm files it needs to open the file)."""
+        if self.path == ":memory:":
+            return False
+        return not os.access(Path(self.path).parent, os.W_OK)
 
     def schema_version(self) -> int:
         row = self._with_conn(lambda conn: conn.execute(
@@ -272,7 +312,8 @@ class SqliteCheckpointer:
                         journal[e.tool_call_id] = e
                 return ThreadSnapshot(thread=thread, messages=messages, journal=journal)
             finally:
-                conn.execute("COMMIT")
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
 
         return await self._run(q)
 
@@ -347,6 +388,8 @@ class SqliteCheckpointer:
                     self._queue.remove(slot)
             raise
         if slot.error is not None:
+            if isinstance(slot.error, sqlite3.Error):
+                raise self._error(slot.error) from slot.error
             raise slot.error
 
     async def list_threads(
@@ -394,13 +437,16 @@ class SqliteCheckpointer:
                     try:
                         item.fn(conn)
                     except Exception as exc:
-                        conn.execute("ROLLBACK TO interlock_change")
                         item.error = exc
+                        if not conn.in_transaction:
+                            # SQLite rolled back the whole transaction itself (disk full, I/O
+                            # error): nothing of the batch is stored, and this is why
+                            raise
+                        conn.execute("ROLLBACK TO interlock_change")
                     conn.execute("RELEASE interlock_change")
                 conn.execute("COMMIT")
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
         except Exception as exc:
             for item in batch:
@@ -491,7 +537,7 @@ class SqliteCheckpointer:
                 ).fetchall()
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
             events = [self._event(*r) for r in rows]
             events.sort(key=lambda e: (e.next_at, e.created_at, e.id))
@@ -554,3 +600,11 @@ class SqliteCheckpointer:
                 self._closed = True
 
         await offload(self._executor, c)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is open. SQLite may already have rolled back by itself (disk full,
+    I/O error): then there is nothing to do, and the original error is the one to report."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")

@@ -1,0 +1,344 @@
+"""Who owns a run, told truthfully: leases renewed while tools run, cancellation that waits for
+a running tool and stores its real outcome, a server that drains and recovers by itself.
+
+Real processes throughout (``tests/procs/slow_agent.py``: one synchronous tool that appends
+``start`` / ``done`` to a file, so every test counts exactly how often it acted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlock import (
+    Agent,
+    CallState,
+    HumanInTheLoop,
+    InterruptConflict,
+    ScriptedModel,
+    SqliteCheckpointer,
+    StaleInterrupt,
+    ThreadBusy,
+    tool,
+)
+
+PROCS = Path(__file__).parent / "procs"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ, "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": os.pathsep.join([str(PROCS), os.environ.get("PYTHONPATH", "")]),
+        "SLOW_DB": f"sqlite:///{tmp_path / 'threads.db'}",
+        "SLOW_COUNTER": str(tmp_path / "counter.txt"),
+        "SLOW_SECONDS": "2",
+    }
+
+
+def parent_agent(env: dict[str, str], **kw: Any) -> Agent:
+    """This test process's own agent on the child's database (the same tool and model)."""
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        sys.path.insert(0, str(PROCS))
+        # a fresh copy of the module: its tool writes to this test's counter file
+        spec = importlib.util.spec_from_file_location(f"slow_agent_{uuid.uuid4().hex}",
+                                                      PROCS / "slow_agent.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        made: Agent = module.agent
+        return Agent(model=made.model, tools=made.tools, middleware=made.middleware,
+                     checkpointer=SqliteCheckpointer(env["SLOW_DB"].removeprefix("sqlite:///")),
+                     **kw)
+    finally:
+        sys.path.remove(str(PROCS))
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def counter(env: dict[str, str]) -> list[str]:
+    path = Path(env["SLOW_COUNTER"])
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def wait_for(what: str, check: Any, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def child(env: dict[str, str], action: str, thread_id: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, str(PROCS / "slow_run.py"), action, thread_id],
+                            env=env, cwd=PROCS, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def unknown_requests(agent: Agent, thread_id: str) -> int:
+    return sum(1 for r in agent.audit(thread_id) if r.kind == "outcome_unknown")
+
+
+def assert_ran_once_and_succeeded(agent: Agent, env: dict[str, str], thread_id: str) -> None:
+    assert counter(env) == ["start 1", "done 1"]
+    [entry] = agent.journal(thread_id)
+    assert entry.state == CallState.SUCCEEDED
+    assert entry.result is not None and entry.result.content == "worked 1"
+    assert unknown_requests(agent, thread_id) == 0
+
+
+# ---------------------------------------------------------------------- leases
+
+
+def test_a_tool_outliving_three_leases_is_never_taken_over(env: dict[str, str]) -> None:
+    env = {**env, "SLOW_LEASE": "1", "SLOW_SECONDS": "3.5"}
+    proc = child(env, "invoke", "t")
+    try:
+        wait_for("the tool to start", lambda: counter(env) == ["start 1"])
+        other = parent_agent(env, lease=timedelta(seconds=1))
+        refused = 0
+        while proc.poll() is None and counter(env) == ["start 1"]:
+            with pytest.raises(ThreadBusy) as busy:  # the owner is alive and renews its lease
+                other.recover("t")
+            assert not busy.value.here
+            refused += 1
+            time.sleep(0.2)
+        out, err = proc.communicate(timeout=30)
+        assert out.strip() == "completed", err
+        assert refused >= 10  # tried for the tool's whole 3.5 s, past three lease lengths
+        assert_ran_once_and_succeeded(other, env, "t")
+        assert other.get_thread("t").status == "completed"
+    finally:
+        proc.kill()
+
+
+# ---------------------------------------------------------------------- cancellation
+
+
+def test_wait_for_timeout_waits_for_the_sync_tool_and_stores_its_outcome(
+    env: dict[str, str],
+) -> None:
+    agent = parent_agent(env)
+
+    async def go() -> float:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(agent.ainvoke("go", thread_id="t"), 0.3)
+        return time.monotonic() - started
+
+    assert asyncio.run(go()) >= 1.9  # returned once the 2 s tool had ended
+    assert_ran_once_and_succeeded(agent, env, "t")
+    state = agent.get_thread("t")
+    assert state.status == "failed" and state.error is not None  # the run was cancelled
+    result = agent.recover("t")
+    assert result.status == "completed" and result.output == "finished: worked 1"
+    assert_ran_once_and_succeeded(agent, env, "t")
+
+
+def test_ctrl_c_on_a_blocking_resume_waits_for_the_sync_tool(env: dict[str, str]) -> None:
+    env = {**env, "SLOW_GATED": "1"}
+    agent = parent_agent(env)
+    assert agent.invoke("go", thread_id="t").interrupted
+    proc = child(env, "approve", "t")
+    try:
+        wait_for("the tool to start", lambda: counter(env) == ["start 1"])
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert out.strip() == "KeyboardInterrupt", err
+        assert_ran_once_and_succeeded(agent, env, "t")
+        assert agent.recover("t").status == "completed"
+        assert_ran_once_and_succeeded(agent, env, "t")
+    finally:
+        proc.kill()
+
+
+# ---------------------------------------------------------------------- the server
+
+
+class Served:
+    """``interlock serve slow_agent:agent`` in a child process."""
+
+    def __init__(self, env: dict[str, str], *extra: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "interlock.cli", "serve", "slow_agent:agent", "--port", "0",
+             "--log-level", "warning", *extra],
+            env=env, cwd=PROCS, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        deadline = time.monotonic() + 30
+        self.url = ""
+        while not self.url:
+            line = self.proc.stderr.readline()
+            if not line or time.monotonic() > deadline:
+                raise AssertionError(f"the server did not start: {line}")
+            found = re.search(r"review inbox at (http://\S+/)", line)
+            if found:
+                self.url = found.group(1)
+
+    def post(self, path: str, body: dict[str, Any]) -> int:
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return int(resp.status)
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=30) as resp:
+            return json.load(resp)
+
+    def stop(self, sig: int) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def served(env: dict[str, str]) -> Iterator[list[Served]]:
+    running: list[Served] = []
+    yield running
+    for s in running:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
+
+
+def test_ctrl_c_on_serve_drains_the_running_tool(env: dict[str, str],
+                                                 served: list[Served]) -> None:
+    server = Served(env)
+    served.append(server)
+    assert server.post("api/threads", {"message": "go", "thread_id": "t"}) == 202
+    wait_for("the tool to start", lambda: counter(env) == ["start 1"])
+    server.stop(signal.SIGINT)
+    agent = parent_agent(env)
+    assert_ran_once_and_succeeded(agent, env, "t")
+    # the shutdown let the run finish (or stored it as cancelled after the tool's result)
+    assert agent.recover("t").status == "completed"
+    assert_ran_once_and_succeeded(agent, env, "t")
+
+
+def test_a_server_killed_during_a_tool_recovers_by_itself_on_restart(
+    env: dict[str, str], served: list[Served],
+) -> None:
+    server = Served(env)
+    served.append(server)
+    assert server.post("api/threads", {"message": "go", "thread_id": "t"}) == 202
+    wait_for("the tool to start", lambda: counter(env) == ["start 1"])
+    server.stop(signal.SIGKILL)
+    assert counter(env) == ["start 1"]  # died mid-call: its outcome is unknown
+
+    again = Served(env)  # no `recover` call anywhere: the server does it at start
+    served.append(again)
+
+    def asks() -> bool:
+        detail = again.get("api/threads/t")
+        return detail["status"] == "interrupted" and bool(detail["interrupts"])
+
+    wait_for("the outcome-unknown request", asks)
+    [pending] = again.get("api/threads/t")["interrupts"]
+    assert [a["reason"] for a in pending["value"]["action_requests"]] == ["outcome_unknown"]
+    assert counter(env) == ["start 1"]  # not run again without a person deciding
+    assert again.post("api/threads/t/decisions?wait=true",
+                      {"decisions": [{"type": "approve"}]}) == 200
+    assert counter(env) == ["start 1", "start 1", "done 1"]
+    assert again.get("api/threads/t")["status"] == "completed"
+
+
+# ---------------------------------------------------------------------- re-sent resumes
+
+
+def test_a_resume_sent_again_after_a_crash_recovers_and_answers_consistently(
+    env: dict[str, str],
+) -> None:
+    env = {**env, "SLOW_GATED": "1"}
+    agent = parent_agent(env)
+    first = agent.invoke("go", thread_id="t")
+    interrupt_id = first.interrupts[0].id
+    proc = child(env, "approve", "t")
+    wait_for("the tool to start", lambda: counter(env) == ["start 1"])
+    proc.kill()
+    proc.wait()
+    # the same resume again (a client retrying after no answer): it was stored before the
+    # crash, so this one lost; the thread is recovered on the way and asks about the call
+    with pytest.raises(InterruptConflict):
+        agent.resume("t", [{"type": "approve"}], interrupt_id=interrupt_id)
+    state = agent.get_thread("t")
+    assert state.status == "interrupted"
+    [request] = state.interrupts
+    assert request.id != interrupt_id
+    assert request.value.action_requests[0].reason == "outcome_unknown"
+    # and once more: still the same answer, nothing else changes
+    with pytest.raises(InterruptConflict):
+        agent.resume("t", [{"type": "approve"}], interrupt_id=interrupt_id)
+    # a resume without the id is told that the pending request is a new one
+    with pytest.raises(StaleInterrupt):
+        agent.resume("t", [{"type": "reject"}], interrupt_id="stale")
+    assert counter(env) == ["start 1"]
+    assert agent.get_thread("t").interrupts == state.interrupts
+
+
+# ---------------------------------------------------------------------- same process
+
+
+def test_an_async_tool_cancelled_by_wait_for_is_cancelled_at_once(tmp_path: Path) -> None:
+    reached: list[str] = []
+
+    @tool
+    async def slow() -> str:
+        """Takes long."""
+        reached.append("started")
+        await asyncio.sleep(30)
+        return "finished"
+
+    agent = Agent(model=ScriptedModel([{"name": "slow", "args": {}, "id": "s1"}, "done"]),
+                  tools=[slow], middleware=[HumanInTheLoop({})],
+                  checkpointer=SqliteCheckpointer(tmp_path / "t.db"))
+
+    async def go() -> float:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(agent.ainvoke("go", thread_id="t"), 0.3)
+        return time.monotonic() - started
+
+    assert asyncio.run(go()) < 5  # an async tool is cancellable: no waiting for it
+    assert reached == ["started"]
+    assert agent.get_thread("t").status == "failed"
+
+
+def test_interlock_recover_continues_the_threads_of_a_dead_process(env: dict[str, str]) -> None:
+    proc = child(env, "invoke", "t")
+    wait_for("the tool to start", lambda: counter(env) == ["start 1"])
+    proc.kill()
+    proc.wait()
+    quiet = child(env, "invoke", "other")  # a thread whose run ends normally
+    assert quiet.communicate(timeout=30)[0].strip() == "completed"
+
+    def recover(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "interlock.cli", "recover", *args, "--agent",
+             "slow_agent:agent"], env=env, cwd=PROCS, capture_output=True, text=True,
+            timeout=60)
+
+    done = recover("--json")
+    assert done.returncode == 0, done.stderr
+    [outcome] = json.loads(done.stdout)  # only the thread of the dead process
+    assert outcome["thread_id"] == "t" and outcome["status"] == "interrupted"
+    reasons = [a["reason"] for a in outcome["interrupts"][0]["value"]["action_requests"]]
+    assert reasons == ["outcome_unknown"]
+    assert counter(env) == ["start 1", "start 1", "done 1"]  # "other" ran; "t" did not again
+    again = recover()
+    assert again.returncode == 0 and "No thread needed recovery." in again.stdout

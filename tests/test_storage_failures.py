@@ -1,0 +1,387 @@
+"""Storage that fails: every failure is a ``StorageError`` that names its cause, nothing false
+is recorded, and the same process continues the thread as soon as the store works again.
+
+Failures come from three places: injected at the storage seam (a checkpointer that refuses
+commits from a chosen one on, as a store that went away would), real SQLite conditions (a
+full tmpfs, a read-only remount, a lock held by another connection) and values a store cannot
+encode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import subprocess
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import StoreFactory
+from interlock import (
+    Agent,
+    CallState,
+    Checkpointer,
+    HumanInTheLoop,
+    InterruptOn,
+    ScriptedModel,
+    SqliteCheckpointer,
+    StorageError,
+    tool,
+)
+from interlock.storage.base import Commit
+
+
+class BrokenStore:
+    """A checkpointer whose commits fail from the first one ``breaks`` matches until
+    :meth:`heal` (reads keep working, as with a full disk)."""
+
+    durable = True
+
+    def __init__(self, inner: Checkpointer, breaks: Callable[[Commit], bool]) -> None:
+        self.inner = inner
+        self.breaks = breaks
+        self.broken = False
+        self.refused = 0
+
+    def heal(self) -> None:
+        self.broken = False
+        self.breaks = lambda _: False
+
+    async def commit(self, change: Commit, *, expected_version: int | None) -> None:
+        if self.broken or self.breaks(change):
+            self.broken = True
+            self.refused += 1
+            raise StorageError("injected: the store refuses every write")
+        await self.inner.commit(change, expected_version=expected_version)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def state_is(state: CallState) -> Callable[[Commit], bool]:
+    return lambda change: any(e.state == state for e in change.journal)
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.calls = 0
+
+
+def make_agent(store: Checkpointer, ran: Counter, **kw: Any) -> Agent:
+    @tool
+    def charge(amount: int) -> str:
+        """Charge an amount."""
+        ran.calls += 1
+        return f"charged {amount}"
+
+    def reply(messages: Any) -> Any:
+        if messages[-1].role == "tool":
+            return f"done: {messages[-1].content}"
+        return {"name": "charge", "args": {"amount": 5}, "id": "c1"}
+
+    return Agent(model=ScriptedModel(reply), tools=[charge],
+                 middleware=[HumanInTheLoop({"charge": True})], checkpointer=store, **kw)
+
+
+def outcome_unknown_rows(agent: Agent, thread_id: str) -> int:
+    return sum(1 for r in agent.audit(thread_id) if r.kind == "outcome_unknown")
+
+
+@pytest.mark.parametrize("where", ["running", "result"])
+def test_a_store_failing_mid_run_is_recovered_by_the_same_process_at_once(
+    stores: StoreFactory, where: str,
+) -> None:
+    ran = Counter()
+    store = BrokenStore(stores(), state_is(
+        CallState.RUNNING if where == "running" else CallState.SUCCEEDED))
+    agent = make_agent(store, ran)  # the default lease (5 min) must not matter
+    assert agent.invoke("charge it", thread_id="t").interrupted
+    with pytest.raises(StorageError, match="injected"):
+        agent.resume("t", [{"type": "approve"}])
+    assert ran.calls == (0 if where == "running" else 1)
+    store.heal()
+    # no ThreadBusy naming this very process, no waiting for the lease
+    result = agent.recover("t")
+    assert result.status == "completed" and result.output == "done: charged 5"
+    assert ran.calls == 1
+    [entry] = agent.journal("t")
+    assert entry.state == CallState.SUCCEEDED and entry.attempts == 1
+    # this process knew what happened: nobody is told the outcome is unknown
+    assert outcome_unknown_rows(agent, "t") == 0
+
+
+def test_new_input_after_a_failure_takes_the_thread_back_in_the_same_process(
+    stores: StoreFactory,
+) -> None:
+    ran = Counter()
+    store = BrokenStore(stores(), state_is(CallState.RUNNING))
+    agent = make_agent(store, ran)
+    agent.invoke("charge it", thread_id="t")
+    with pytest.raises(StorageError):
+        agent.resume("t", [{"type": "approve"}])
+    store.heal()
+    result = agent.invoke("and now?", thread_id="t")  # recovers first, then takes the message
+    assert result.status == "interrupted"  # the new message's call waits for review again
+    assert ran.calls == 1
+    assert outcome_unknown_rows(agent, "t") == 0
+
+
+# ---------------------------------------------------------------------- real SQLite failures
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A small tmpfs at ``path`` (a real file system that can fill up or turn read-only)."""
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the full-disk and "
+                    f"read-only cases need one")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(directory: Path) -> Path:
+    """Write to ``directory`` until its file system is full."""
+    filler = directory / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, b"\0" * 4096)
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_sqlite_on_a_full_disk(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        ran = Counter()
+        agent = make_agent(SqliteCheckpointer(disk / "t.db"), ran)
+        assert agent.invoke("charge it", thread_id="t").interrupted
+        filler = fill(disk)
+        with pytest.raises(StorageError, match="full") as err:
+            agent.resume("t", [{"type": "approve"}])
+        assert "no transaction is active" not in str(err.value)
+        assert ran.calls <= 1
+        filler.unlink()
+        result = agent.recover("t")
+        if result.interrupted:  # the decision itself was not stored: nothing ran
+            assert ran.calls == 0
+            result = agent.resume("t", [{"type": "approve"}])
+        assert result.status == "completed"
+        assert ran.calls == 1
+        assert outcome_unknown_rows(agent, "t") == 0
+        agent.close()
+
+
+def test_sqlite_on_a_read_only_file_system(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "disk", "4m") as disk:
+        ran = Counter()
+        agent = make_agent(SqliteCheckpointer(disk / "t.db"), ran)
+        assert agent.invoke("charge it", thread_id="t").interrupted
+        agent.close()
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        agent = make_agent(SqliteCheckpointer(disk / "t.db"), ran)  # e.g. a restart
+        with pytest.raises(StorageError, match="read-only"):
+            agent.resume("t", [{"type": "approve"}])
+        assert ran.calls == 0
+        agent.close()
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+        agent = make_agent(SqliteCheckpointer(disk / "t.db"), ran)
+        result = agent.resume("t", [{"type": "approve"}])  # nothing was stored: answer again
+        assert result.status == "completed" and ran.calls == 1
+        agent.close()
+
+
+def test_sqlite_read_only_connection(tmp_path: Path) -> None:
+    """SQLITE_READONLY itself: the connection may read but not write (query_only)."""
+    ran = Counter()
+    store = SqliteCheckpointer(tmp_path / "t.db")
+    agent = make_agent(store, ran)
+    assert agent.invoke("charge it", thread_id="t").interrupted
+    store._with_conn(lambda c: c.execute("PRAGMA query_only=ON"))
+    with pytest.raises(StorageError, match="read-only"):
+        agent.resume("t", [{"type": "approve"}])
+    store._with_conn(lambda c: c.execute("PRAGMA query_only=OFF"))
+    assert agent.resume("t", [{"type": "approve"}]).status == "completed"
+    assert ran.calls == 1
+
+
+def test_sqlite_full_by_its_page_limit(tmp_path: Path) -> None:
+    """The same SQLITE_FULL without a mount: the file may not grow past max_page_count."""
+    ran = Counter()
+    store = SqliteCheckpointer(tmp_path / "t.db")
+    agent = make_agent(store, ran)
+    assert agent.invoke("charge it", thread_id="t").interrupted
+    pages = store._with_conn(lambda c: c.execute("PRAGMA page_count").fetchone()[0])
+    store._with_conn(lambda c: c.execute(f"PRAGMA max_page_count={pages}"))
+    big = "x" * 100_000
+    with pytest.raises(StorageError, match="full"):
+        agent.invoke(big, thread_id="other")
+    store._with_conn(lambda c: c.execute("PRAGMA max_page_count=1073741823"))
+    assert agent.resume("t", [{"type": "approve"}]).status == "completed"
+    assert ran.calls == 1
+
+
+def test_sqlite_locked_by_another_connection(tmp_path: Path) -> None:
+    ran = Counter()
+    path = tmp_path / "t.db"
+    agent = make_agent(SqliteCheckpointer(path, busy_timeout=0.2), ran)
+    assert agent.invoke("charge it", thread_id="t").interrupted
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process keeps the write lock
+    try:
+        with pytest.raises(StorageError, match="locked by another connection"):
+            agent.resume("t", [{"type": "approve"}])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert ran.calls == 0
+    assert agent.resume("t", [{"type": "approve"}]).status == "completed"
+    assert ran.calls == 1
+
+
+# ---------------------------------------------------------------------- unstorable results
+
+
+class Opaque:
+    def __repr__(self) -> str:
+        return "<Opaque>"
+
+
+@pytest.mark.parametrize("value", [Opaque(), b"\xff\xfe", "half a pair: \ud800"],
+                         ids=["object", "bytes", "lone-surrogate"])
+def test_a_result_that_cannot_be_stored_is_recorded_as_such(
+    stores: StoreFactory, value: Any,
+) -> None:
+    @tool
+    def fetch() -> Any:
+        """Fetch something."""
+        return value
+
+    agent = Agent(model=ScriptedModel([{"name": "fetch", "args": {}, "id": "f1"}, "ok"]),
+                  tools=[fetch], checkpointer=stores())
+    result = agent.invoke("go", thread_id="t")
+    assert result.status == "completed"
+    [entry] = agent.journal("t")
+    assert entry.state == CallState.FAILED and entry.result is not None
+    assert "finished, but its result could not be stored" in entry.result.content
+    assert outcome_unknown_rows(agent, "t") == 0
+    # the thread stays usable
+    assert agent.get_thread("t").status == "completed"
+
+
+# ---------------------------------------------------------------------- paging
+
+
+def test_a_thousand_threads_with_one_timestamp_are_all_listed_and_expired(
+    stores: StoreFactory,
+) -> None:
+    if stores.kind == "sqlite":
+        store: Checkpointer = SqliteCheckpointer(stores.sqlite_path, synchronous="OFF")
+    else:
+        store = stores()
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    agent = Agent(
+        model=ScriptedModel(lambda m: "ok" if m[-1].role == "tool" else
+                            {"name": "charge", "args": {"amount": 1}}),
+        tools=[tool(lambda amount: "charged", name="charge", description="Charge.")],
+        middleware=[HumanInTheLoop({"charge": InterruptOn(
+            expires_after=timedelta(minutes=1))})],
+        checkpointer=store, clock=lambda: now[0])
+    ids = {f"t{n:04d}" for n in range(1000)}
+    for tid in ids:
+        agent.invoke("charge", thread_id=tid)
+    rows = list(agent.iter_threads(status="interrupted", page=7))
+    assert len(rows) == 1000 and {r.thread_id for r in rows} == ids
+    assert {r.updated_at for r in rows} == {now[0]}
+    now[0] += timedelta(minutes=2)
+    results = agent.expire_due()
+    assert len(results) == 1000
+    assert agent.list_threads(status="interrupted", limit=5) == []
+    assert len(list(agent.iter_threads(status="completed"))) == 1000
+
+
+# ---------------------------------------------------------------------- Postgres stopped
+
+
+class PrivatePostgres:
+    """A Postgres server of this test's own (initdb + pg_ctl on a free port), so that it can
+    be stopped and started without touching the shared one."""
+
+    def __init__(self) -> None:
+        import shutil
+        import socket
+        import tempfile
+
+        self.pg_ctl = shutil.which("pg_ctl")
+        initdb = shutil.which("initdb")
+        if self.pg_ctl is None or initdb is None:
+            pytest.fail("pg_ctl / initdb are needed to start a private Postgres")
+        self.root = Path(tempfile.mkdtemp(prefix="interlock-pg-"))
+        self.data = self.root / "data"
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:  # initdb refuses to run as root
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+            shutil.chown(self.root, "postgres")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._run([initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres",
+                   "--no-sync"])
+        self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self.start()
+
+    def _run(self, cmd: list[str]) -> None:
+        done = subprocess.run([*self.as_user, *cmd], capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            pytest.fail(f"{' '.join(cmd)} failed: {done.stderr[-2000:]}")
+
+    def start(self) -> None:
+        assert self.pg_ctl is not None
+        self._run([self.pg_ctl, "-D", str(self.data), "-l", str(self.root / "log"), "-w",
+                   "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+                   f"-c fsync=off", "start"])
+
+    def stop(self) -> None:
+        assert self.pg_ctl is not None
+        self._run([self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop"])
+
+    def remove(self) -> None:
+        import shutil
+
+        with contextlib.suppress(BaseException):
+            self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def test_a_stopped_postgres_is_reported_as_unreachable(tmp_path: Path) -> None:
+    from conftest import require_postgres
+    from interlock import PostgresCheckpointer
+
+    require_postgres()  # psycopg installed; the suite's Postgres tests run here
+    pg = PrivatePostgres()
+    try:
+        ran = Counter()
+        agent = make_agent(PostgresCheckpointer(pg.dsn, timeout=3, connect_timeout=2), ran)
+        assert agent.invoke("charge it", thread_id="t").interrupted
+        pg.stop()
+        with pytest.raises(StorageError, match="unreachable") as err:
+            agent.resume("t", [{"type": "approve"}])
+        assert "max_size" not in str(err.value)
+        assert ran.calls == 0
+        pg.start()
+        assert agent.resume("t", [{"type": "approve"}]).status == "completed"
+        assert ran.calls == 1
+        agent.close()
+    finally:
+        pg.remove()
