@@ -182,6 +182,65 @@ def test_sqlite_on_a_full_disk(tmp_path: Path) -> None:
         agent.close()
 
 
+def test_a_disk_filling_up_while_the_tool_runs(tmp_path: Path) -> None:
+    """The result commit meets a really full disk; the same process stores the result it got
+    once there is space again, without waiting for its lease and without asking anyone."""
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        fillers: list[Path] = []
+
+        @tool
+        def export(rows: int) -> str:
+            """Export rows (and fill the disk doing it)."""
+            fillers.append(fill(disk))
+            return f"exported {rows}"
+
+        agent = Agent(model=ScriptedModel([{"name": "export", "args": {"rows": 3}}, "ok"]),
+                      tools=[export], checkpointer=SqliteCheckpointer(disk / "t.db"))
+        with pytest.raises(StorageError, match="full"):
+            agent.invoke("export", thread_id="t")
+        fillers[0].unlink()
+        result = agent.recover("t")
+        assert result.status == "completed" and len(fillers) == 1
+        [entry] = agent.journal("t")
+        assert entry.state == CallState.SUCCEEDED and entry.result is not None
+        assert entry.result.content == "exported 3"
+        assert outcome_unknown_rows(agent, "t") == 0
+        agent.close()
+
+
+class FillsDiskBeforeRunning:
+    """Fills the (real) disk just before the ``running`` commit reaches SQLite."""
+
+    def __init__(self, inner: SqliteCheckpointer, disk: Path) -> None:
+        self.inner, self.disk = inner, disk
+        self.filler: Path | None = None
+
+    async def commit(self, change: Commit, *, expected_version: int | None) -> None:
+        if self.filler is None and state_is(CallState.RUNNING)(change):
+            self.filler = fill(self.disk)
+        await self.inner.commit(change, expected_version=expected_version)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_full_disk_on_the_running_commit(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        ran = Counter()
+        store = FillsDiskBeforeRunning(SqliteCheckpointer(disk / "t.db"), disk)
+        agent = make_agent(store, ran)  # type: ignore[arg-type]
+        assert agent.invoke("charge it", thread_id="t").interrupted
+        with pytest.raises(StorageError, match="full"):
+            agent.resume("t", [{"type": "approve"}])
+        assert ran.calls == 0  # the call did not start
+        assert store.filler is not None
+        store.filler.unlink()
+        result = agent.recover("t")  # the decision had been stored: the call runs now
+        assert result.status == "completed" and ran.calls == 1
+        assert outcome_unknown_rows(agent, "t") == 0
+        agent.close()
+
+
 def test_sqlite_on_a_read_only_file_system(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "disk", "4m") as disk:
         ran = Counter()
