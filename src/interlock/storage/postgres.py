@@ -355,6 +355,11 @@ class PostgresCheckpointer:
                 f"the network; a write that broke during COMMIT may or may not be stored "
                 f"(reload the thread: recovery handles either case)."
             ) from exc
+        except psycopg.Error as exc:  # refused by the server: nothing of it was stored
+            raise StorageError(
+                f"Postgres at {self._where} refused the statement while {what} "
+                f"({type(exc).__name__}: {exc}). Nothing of this change was stored."
+            ) from exc
 
     def _read(self, what: str, fn: Callable[[Connection[Any]], T]) -> T:
         """Run a read on a pooled connection. A read that finds its connection broken (the
