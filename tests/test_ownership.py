@@ -217,8 +217,12 @@ def served(env: dict[str, str]) -> Iterator[list[Served]]:
             s.proc.wait()
 
 
-def test_ctrl_c_on_serve_drains_the_running_tool(env: dict[str, str],
-                                                 served: list[Served]) -> None:
+@pytest.mark.parametrize("seconds", ["2", "6.5"], ids=["within-grace", "past-grace"])
+def test_ctrl_c_on_serve_drains_the_running_tool(env: dict[str, str], served: list[Served],
+                                                 seconds: str) -> None:
+    """A 2 s tool ends within the server's shutdown grace (5 s); a 6.5 s tool outlives it,
+    so its run is cancelled while the tool runs and must wait for it."""
+    env = {**env, "SLOW_SECONDS": seconds}
     server = Served(env)
     served.append(server)
     assert server.post("api/threads", {"message": "go", "thread_id": "t"}) == 202
@@ -226,6 +230,9 @@ def test_ctrl_c_on_serve_drains_the_running_tool(env: dict[str, str],
     server.stop(signal.SIGINT)
     agent = parent_agent(env)
     assert_ran_once_and_succeeded(agent, env, "t")
+    if seconds == "6.5":  # cancelled after the grace, once the tool's result was stored
+        state = agent.get_thread("t")
+        assert state.status == "failed" and "Cancelled" in (state.error or "")
     # the shutdown let the run finish (or stored it as cancelled after the tool's result)
     assert agent.recover("t").status == "completed"
     assert_ran_once_and_succeeded(agent, env, "t")
