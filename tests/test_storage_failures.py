@@ -9,6 +9,7 @@ encode.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -341,6 +342,29 @@ def test_a_result_that_cannot_be_stored_is_recorded_as_such(
 # ---------------------------------------------------------------------- paging
 
 
+def test_threads_sharing_one_timestamp_are_paged_without_gaps(stores: StoreFactory) -> None:
+    """1,000 thread rows with the same ``updated_at``, listed 37 at a time: each exactly once."""
+    from interlock import Interrupt, ThreadRecord
+    from interlock.paging import iter_threads
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    store = stores()
+
+    async def go() -> list[str]:
+        for n in range(1000):
+            intr = Interrupt(id=f"i{n}", kind="review", created_at=at,
+                             value={"action_requests": [], "review_configs": []})
+            await store.commit(Commit(thread=ThreadRecord(
+                thread_id=f"t{n:04d}", status="interrupted", version=1, created_at=at,
+                updated_at=at, pending=[intr])), expected_version=None)
+        return [r.thread_id async for r in iter_threads(store.list_threads,
+                                                         status="interrupted", page=37)]
+
+    listed = asyncio.run(go())
+    assert listed == sorted((f"t{n:04d}" for n in range(1000)), reverse=True)
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"], indirect=True)
 def test_a_thousand_threads_with_one_timestamp_are_all_listed_and_expired(
     stores: StoreFactory,
 ) -> None:
@@ -359,12 +383,12 @@ def test_a_thousand_threads_with_one_timestamp_are_all_listed_and_expired(
     ids = {f"t{n:04d}" for n in range(1000)}
     for tid in ids:
         agent.invoke("charge", thread_id=tid)
-    rows = list(agent.iter_threads(status="interrupted", page=7))
+    rows = list(agent.iter_threads(status="interrupted", page=64))
     assert len(rows) == 1000 and {r.thread_id for r in rows} == ids
     assert {r.updated_at for r in rows} == {now[0]}
     now[0] += timedelta(minutes=2)
     results = agent.expire_due()
-    assert len(results) == 1000
+    assert len(results) == 1000 and all(r.status == "completed" for r in results)
     assert agent.list_threads(status="interrupted", limit=5) == []
     assert len(list(agent.iter_threads(status="completed"))) == 1000
 
