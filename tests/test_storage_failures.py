@@ -317,8 +317,22 @@ class Opaque:
         return "<Opaque>"
 
 
-@pytest.mark.parametrize("value", [Opaque(), b"\xff\xfe", "half a pair: \ud800"],
-                         ids=["object", "bytes", "lone-surrogate"])
+def test_a_result_with_a_lone_surrogate_is_stored_escaped(stores: StoreFactory) -> None:
+    @tool
+    def fetch() -> str:
+        """Fetch something."""
+        return "half a pair: \ud800"
+
+    agent = Agent(model=ScriptedModel([{"name": "fetch", "args": {}, "id": "f1"}, "ok"]),
+                  tools=[fetch], checkpointer=stores())
+    assert agent.invoke("go", thread_id="t").status == "completed"
+    [entry] = agent.journal("t")
+    assert entry.state == CallState.SUCCEEDED and entry.result is not None
+    assert entry.result.content.startswith("half a pair: \\ud800")
+    assert outcome_unknown_rows(agent, "t") == 0
+
+
+@pytest.mark.parametrize("value", [Opaque(), b"\xff\xfe"], ids=["object", "bytes"])
 def test_a_result_that_cannot_be_stored_is_recorded_as_such(
     stores: StoreFactory, value: Any,
 ) -> None:
