@@ -575,6 +575,21 @@ def test_outbox_update_needs_the_lease_and_retry_makes_dead_events_due(
     assert again[0].deliveries == dead.deliveries
 
 
+def test_outbox_prune_deletes_old_events_of_the_given_statuses(stores: StoreFactory) -> None:
+    store = stores()
+    old, new = T0 - timedelta(days=40), T0
+    run(store.commit(Commit(thread=thread("t1", 1), outbox=[
+        event("old-delivered", at=old, status="delivered"), event("old-dead", at=old,
+                                                                  status="dead"),
+        event("old-pending", at=old), event("new-delivered", at=new, status="delivered")]),
+        expected_version=None))
+    cutoff = T0 - timedelta(days=30)
+    assert run(store.outbox_prune(before=cutoff)) == 1
+    assert run(store.outbox_prune(before=cutoff, statuses=("delivered", "dead"))) == 1
+    assert sorted(e.id for e in run(store.outbox_list())) == ["new-delivered", "old-pending"]
+    assert run(store.outbox_prune(before=cutoff, statuses=())) == 0
+
+
 def test_concurrent_outbox_claims_never_share_an_event(stores: StoreFactory) -> None:
     writers = [stores() for _ in range(4)]
     run(writers[0].commit(Commit(thread=thread("t1", 1), outbox=[

@@ -42,6 +42,16 @@ def make_agent(store: Checkpointer, policy: InterruptOn | None = None,
         checkpointer=store, **extra, **kw)
 
 
+def escalating_agent(store: Checkpointer, now: list[datetime]) -> Agent:
+    """dba reviews; escalated to on-call after 30 minutes; rejected after an hour; the clock
+    is ``now[0]``."""
+    from datetime import timedelta
+
+    return make_agent(store, InterruptOn(
+        reviewers=["dba"], escalate_to=["oncall"], escalate_after=timedelta(minutes=30),
+        expires_after=timedelta(hours=1)), clock=lambda: now[0])
+
+
 def notify_agent() -> Agent:
     """For ``interlock serve tests.notify.agents:notify_agent --db ...`` (the store is
     replaced by --db)."""

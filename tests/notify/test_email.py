@@ -18,7 +18,7 @@ from interlock.notify import NotifyConfig
 from interlock.notify.email import Link, LinkSigner
 from server.live import LiveServer
 
-from .agents import QUERY, executions, make_agent
+from .agents import QUERY, escalating_agent, executions, make_agent
 from .fakes import Mailbox, smtp_server
 
 PUBLIC = "https://review.example.com"
@@ -124,15 +124,12 @@ def test_escalation_mails_the_second_role_before_the_default_applies(
     import asyncio
     from datetime import UTC, datetime, timedelta
 
-    from interlock import InterruptOn
     from interlock.notify import Dispatcher, build_channels
 
     monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
     now = [datetime(2030, 1, 1, 9, 0, tzinfo=UTC)]
     store = SqliteCheckpointer(tmp_path / "db.sqlite")
-    agent = make_agent(store, InterruptOn(
-        reviewers=["dba"], escalate_to=["oncall"], escalate_after=timedelta(minutes=30),
-        expires_after=timedelta(hours=1)), clock=lambda: now[0])
+    agent = escalating_agent(store, now)
     with smtp_server() as box:
         config = NotifyConfig.model_validate({
             "email": {"host": "127.0.0.1", "port": box.port, "from": "interlock@example.com",

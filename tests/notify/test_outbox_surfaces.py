@@ -68,3 +68,8 @@ def test_dead_events_listed_and_retried_by_cli_and_api(
                                settings=config.dispatch).run_once())
     assert {e.status for e in asyncio.run(store.outbox_list())} == {"delivered"}
     assert len(rx.accepted) == 2
+    kept = CliRunner().invoke(main, ["outbox", "prune", "--db", url])  # 30 days by default
+    assert kept.exit_code == 0 and "deleted 0 delivered" in kept.output
+    pruned = CliRunner().invoke(main, ["outbox", "prune", "--older-than", "0", "--db", url])
+    assert pruned.exit_code == 0 and "deleted 2 delivered" in pruned.output
+    assert asyncio.run(store.outbox_list()) == []

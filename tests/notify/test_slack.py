@@ -18,7 +18,7 @@ from interlock import Reviewer, SqliteCheckpointer
 from interlock.notify import NotifyConfig
 from server.live import LiveServer
 
-from .agents import QUERY, executions, make_agent
+from .agents import QUERY, escalating_agent, executions, make_agent
 from .fakes import FakeSlack, fake_slack
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -134,3 +134,45 @@ def test_a_decision_elsewhere_updates_the_slack_message(setup: tuple[Any, ...]) 
     assert "rejected by carol: not today" in text
     assert buttons(update) == []
     assert executions() == []
+
+
+def test_escalation_posts_to_the_escalation_roles_channel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fake clock: raised in the dba channel, escalated to the on-call channel (a new message
+    naming the escalation), and both messages updated when the default outcome applies."""
+    import asyncio
+    from datetime import UTC, datetime, timedelta
+
+    from interlock.notify import Dispatcher, build_channels
+
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
+    now = [datetime(2030, 1, 1, 9, 0, tzinfo=UTC)]
+    store = SqliteCheckpointer(tmp_path / "db.sqlite")
+    agent = escalating_agent(store, now)
+    with fake_slack() as slack:
+        config = NotifyConfig.model_validate({
+            "slack": {"token": slack.token, "signing_secret": SIGNING_SECRET,
+                      "channel": "#approvals", "api_url": slack.url,
+                      "channels": {"dba": "#dba", "oncall": "#oncall"}}})
+        dispatcher = Dispatcher(store, build_channels(config, store), settings=config.dispatch,
+                                clock=lambda: now[0])
+        agent.invoke("clean up", thread_id="e1")
+        asyncio.run(dispatcher.run_once())
+        now[0] += timedelta(minutes=31)
+        agent.expire_due()
+        asyncio.run(dispatcher.run_once())
+        posts = slack.of("chat.postMessage")
+        assert [p["channel"] for p in posts] == ["#dba", "#oncall"]
+        assert "Escalated" in posts[1]["text"]
+        assert sorted(b["text"]["text"] for b in buttons(posts[1])) == [
+            "Approve", "Edit in inbox…", "Reject", "Respond in inbox…"]
+        now[0] += timedelta(minutes=30)
+        agent.expire_due()
+        asyncio.run(dispatcher.run_once())
+        updated = slack.of("chat.update")
+        assert len(updated) == 3  # the dba message at the escalation; both at the expiry
+        assert {u["channel"] for u in updated[-2:]} == {"CDBA", "CONCALL"}
+        assert all(buttons(u) == [] for u in updated[-2:])
+        assert "expired" in json.dumps(updated[-1]["blocks"])
+    asyncio.run(store.close())

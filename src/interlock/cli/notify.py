@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,27 +86,40 @@ def _row(e: OutboxEvent) -> str:
 
 
 @click.command("outbox")
-@click.argument("action", required=False, type=click.Choice(["retry"]), metavar="[retry]")
+@click.argument("action", required=False, type=click.Choice(["retry", "prune"]),
+                metavar="[retry|prune]")
 @click.argument("event_ids", nargs=-1, metavar="[EVENT_ID...]")
 @click.option("--status", type=click.Choice(["pending", "delivered", "dead"]),
               help="Only events with this status.")
 @click.option("--thread", "thread_id", metavar="THREAD", help="Only this thread's events.")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
+@click.option("--older-than", "older_than", type=click.FloatRange(min=0), default=30.0,
+              show_default=True, metavar="DAYS",
+              help="prune: delete events created more than DAYS ago (delivered ones, or those "
+              "of --status).")
 @with_agent()
 def outbox(agent: Agent, action: str | None, event_ids: tuple[str, ...], status: str | None,
-           thread_id: str | None, limit: int, as_json: bool) -> None:
-    """List notification events and their deliveries, or `retry` dead ones.
+           thread_id: str | None, limit: int, as_json: bool, older_than: float) -> None:
+    """List notification events and their deliveries, `retry` dead ones, or `prune` old ones.
 
     \b
     Examples:
       interlock outbox --db sqlite:///interlock.db --status dead
       interlock outbox retry evt_3f2a... --db sqlite:///interlock.db
+      interlock outbox prune --older-than 30 --db sqlite:///interlock.db
     """
     from ..notify import retry_event
 
     store = agent.checkpointer
     console = out()
+    if action == "prune":
+        before = datetime.now(UTC) - timedelta(days=older_than)
+        gone = run_blocking(store.outbox_prune(before=before, statuses=(status or "delivered",)),
+                            "outbox prune")
+        console.print(f"deleted {gone} {status or 'delivered'} event(s) created before "
+                      f"{before:%Y-%m-%d %H:%M} UTC", highlight=False, markup=False)
+        return
     if action == "retry":
         if not event_ids:
             raise CliError("outbox retry needs the id(s) of dead events (see --status dead).",

@@ -17,6 +17,7 @@ Every write is one atomic :meth:`Checkpointer.commit` guarded by the thread's ve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -410,6 +411,12 @@ class Checkpointer(Protocol):
         ...
 
     async def outbox_get(self, event_id: str) -> OutboxEvent | None: ...
+
+    async def outbox_prune(self, *, before: datetime,
+                           statuses: Sequence[str] = ("delivered",)) -> int:
+        """Delete events created before ``before`` whose status is one of ``statuses``;
+        returns how many were deleted."""
+        ...
 
     async def outbox_list(
         self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100

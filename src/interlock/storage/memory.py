@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import datetime
 
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
@@ -203,6 +204,15 @@ class MemoryCheckpointer:
     async def outbox_get(self, event_id: str) -> OutboxEvent | None:
         row = self._outbox.get(event_id)
         return None if row is None else self._event(row)
+
+    async def outbox_prune(self, *, before: datetime,
+                           statuses: Sequence[str] = ("delivered",)) -> int:
+        with self._lock:
+            gone = [eid for eid, row in self._outbox.items()
+                    if (e := self._event(row)).created_at < before and e.status in statuses]
+            for eid in gone:
+                del self._outbox[eid]
+        return len(gone)
 
     async def outbox_list(
         self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100

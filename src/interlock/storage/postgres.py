@@ -20,7 +20,7 @@ import select
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
@@ -606,6 +606,16 @@ class PostgresCheckpointer:
 
         return await self._run(read)
 
+    async def outbox_prune(self, *, before: datetime,
+                           statuses: Sequence[str] = ("delivered",)) -> int:
+        params = {"before": before, "statuses": list(statuses)}
+
+        def write() -> int:
+            with self._conn("pruning the outbox") as conn:
+                return conn.execute(self._sql.outbox_prune, params).rowcount
+
+        return await self._run(write)
+
     async def outbox_list(
         self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
     ) -> list[OutboxEvent]:
@@ -756,6 +766,8 @@ class _Statements:
             "lease_owner = %(owner)s, lease_until = %(until)s, data = %(data)s "
             "WHERE id = %(id)s AND lease_owner IS NOT DISTINCT FROM %(leased_by)s"
         )
+        self.outbox_prune = f("DELETE FROM {s}.interlock_outbox WHERE created_at < %(before)s "
+                              "AND status = ANY(%(statuses)s)")
         self.outbox_get = f("SELECT data, lease_owner, lease_until FROM {s}.interlock_outbox "
                             "WHERE id = %s")
         self.outbox_list = f(

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -565,6 +565,19 @@ class SqliteCheckpointer:
             return None if row is None else self._event(*row)
 
         return await self._run(q)
+
+    async def outbox_prune(self, *, before: datetime,
+                           statuses: Sequence[str] = ("delivered",)) -> int:
+        marks = ", ".join("?" for _ in statuses)
+        params = (ts_key(before), *statuses)
+
+        def w(conn: sqlite3.Connection) -> int:
+            if not statuses:
+                return 0
+            return conn.execute(f"DELETE FROM interlock_outbox WHERE created_at<? AND status IN "
+                                f"({marks})", params).rowcount
+
+        return await self._run(w)
 
     async def outbox_list(
         self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
