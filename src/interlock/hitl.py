@@ -94,11 +94,33 @@ DescriptionStyle = Literal["interlock", "langchain"]
 
 @dataclass(frozen=True)
 class DescriptionRuntime:
-    """The ``runtime`` argument of a LangChain-style description callable."""
+    """The ``runtime`` a LangChain-style ``description`` or ``when`` callable reads."""
 
     thread_id: str
     context: Any = None
     store: Any = None
+
+
+class WhenCall(ToolCall):
+    """What a ``when`` predicate receives: the :class:`ToolCall` (``call.args``), which also
+    reads like LangChain's ``ToolCallRequest`` (``request.tool_call["args"]``,
+    ``request.state["messages"]``, ``request.runtime.thread_id``), so predicates written for
+    either work."""
+
+    turn_messages: list[Any] = Field(default_factory=list, exclude=True, repr=False)
+    thread_id: str = Field(default="", exclude=True, repr=False)
+
+    @property
+    def tool_call(self) -> dict[str, Any]:
+        return {"name": self.name, "args": dict(self.args), "id": self.id, "type": "tool_call"}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"messages": list(self.turn_messages)}
+
+    @property
+    def runtime(self) -> DescriptionRuntime:
+        return DescriptionRuntime(thread_id=self.thread_id)
 
 
 def description_style(fn: Callable[..., Any], where: str) -> DescriptionStyle:
@@ -400,7 +422,9 @@ class HumanInTheLoop(Middleware):
                 continue
             elif cfg.when is not None:
                 try:
-                    gate = bool(cfg.when(call))
+                    gate = bool(cfg.when(WhenCall(
+                        **call.model_dump(), turn_messages=list(turn.messages),
+                        thread_id=turn.thread_id)))
                 except Exception as exc:  # fail closed
                     gate, reason = True, f"the `when` predicate raised {exc!r}"
                 if not gate:

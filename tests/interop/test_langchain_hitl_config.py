@@ -116,6 +116,24 @@ def test_dict_config_when_predicate_gates_some_calls() -> None:
     assert tools.ran == [("write_file", {"path": "/tmp/x"})]
 
 
+def test_when_predicate_written_for_langchain_reads_the_request() -> None:
+    seen: list[tuple[str, int]] = []
+
+    def when(request: Any) -> bool:  # LangChain's ToolCallRequest shape
+        seen.append((request.runtime.thread_id, len(request.state["messages"])))
+        return bool(request.tool_call["args"]["path"].startswith("/etc"))
+
+    tools = Tools()
+    agent = agent_for({"write_file": {"allowed_decisions": ["approve", "reject"],
+                                      "when": when}},
+                      [call("write_file", "/tmp/x", "a"), call("write_file", "/etc/hosts", "b")],
+                      tools)
+    result = agent.invoke("go", thread_id="t9")
+    assert [a.tool_call_id for a in result.interrupts[0].value.action_requests] == ["b"]
+    assert tools.ran == [("write_file", {"path": "/tmp/x"})]
+    assert seen == [("t9", 2), ("t9", 2)]
+
+
 # ---------------------------------------------------------------- description callables
 
 
