@@ -372,6 +372,11 @@ export function textEl(text, { tag = "pre", lines = 14, chars = 2000, attrs = {}
   return el;
 }
 
+/** Replace the content of `el` (an error line, a banner) by `text` with escapes. */
+export function showText(el, text) {
+  el.replaceChildren(textEl(text, { tag: "span", lines: 12, chars: 2000 }));
+}
+
 /** The visible warning for some texts (null when they hide nothing). */
 export function warningEl(texts) {
   const lines = warnings(inspect(texts));

@@ -2,7 +2,7 @@
 // detail view to decide on them. All model-produced text is inserted as text nodes.
 
 import * as api from "./api.js";
-import { jsonView, lineEl, strings, textEl, warningBadge, warningEl } from "./display.js";
+import { jsonView, lineEl, showText, strings, textEl, warningBadge, warningEl } from "./display.js";
 import { append, clear, h, keyButton, relTime, timeEl } from "./dom.js";
 import { argsDiff } from "./diff.js";
 import { argsEditor } from "./form.js";
@@ -382,7 +382,7 @@ async function cancelThread(t, box) {
   const err = box.querySelector(".error");
   err.textContent = "";
   const r = await api.post(`api/threads/${enc(t.thread_id)}/cancel`, reason ? { reason } : {});
-  if (!r.ok) err.textContent = r.data.message || `HTTP ${r.status}`;
+  if (!r.ok) showText(err, r.data.message || `HTTP ${r.status}`);
   else refreshDetail(true);
 }
 
@@ -467,7 +467,7 @@ function reviewCard(t, intr, action, config, tool) {
       refreshDetail();
     } else {
       status.textContent = "";
-      errEl.textContent = r.data.message || `HTTP ${r.status}`;
+      showText(errEl, r.data.message || `HTTP ${r.status}`);
       busy(false);
     }
   }
@@ -677,7 +677,7 @@ function inputCard(t, intr) {
       card.classList.add("decided");
       refreshDetail();
     } else {
-      error.textContent = r.data.message || `HTTP ${r.status}`;
+      showText(error, r.data.message || `HTTP ${r.status}`);
       send.disabled = false;
     }
   });
@@ -711,7 +711,7 @@ function renderRemembered(t) {
         h("button", { type: "button", class: "btn ghost small", onclick: async () => {
           const r = await api.del(`api/threads/${enc(t.thread_id)}/remembered/${enc(rule.tool_name)}`);
           if (r.ok) refreshDetail(true);
-          else err.textContent = r.data.message || `HTTP ${r.status}`;
+          else showText(err, r.data.message || `HTTP ${r.status}`);
         } }, "Revoke"), err);
     }))]);
 }
@@ -792,7 +792,7 @@ function renderFollowUp(t) {
       clear(box);
       refreshDetail(true);
     } else {
-      error.textContent = r.data.message || `HTTP ${r.status}`;
+      showText(error, r.data.message || `HTTP ${r.status}`);
       send.disabled = false;
     }
   });
@@ -903,7 +903,7 @@ function onKey(e) {
 
 function showBanner(text) {
   const b = $("#banner");
-  b.textContent = text;
+  showText(b, text);
   b.hidden = false;
 }
 
