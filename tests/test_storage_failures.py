@@ -14,6 +14,7 @@ import contextlib
 import os
 import sqlite3
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -477,6 +478,15 @@ def test_a_stopped_postgres_is_reported_as_unreachable(tmp_path: Path) -> None:
         assert "max_size" not in str(err.value)
         assert ran.calls == 0
         pg.start()
+        deadline = time.monotonic() + 30
+        while True:  # reads are harmless to repeat while the pool reconnects
+            try:
+                assert agent.get_thread("t").status == "interrupted"
+                break
+            except StorageError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
         assert agent.resume("t", [{"type": "approve"}]).status == "completed"
         assert ran.calls == 1
         agent.close()

@@ -343,6 +343,14 @@ class PostgresCheckpointer:
                     f"network; the thread is recovered from its last stored step on its next "
                     f"call."
                 ) from None
+            stats = pool.get_stats()
+            if stats.get("pool_size", 0) - stats.get("pool_available", 0) < self.max_size:
+                raise StorageError(
+                    f"Postgres at {self._where} answers again, but this process's connections "
+                    f"to it broke and were not replaced within {self.timeout:g}s while "
+                    f"{what}. Nothing of this change was stored; try again (the pool "
+                    f"reconnects in the background)."
+                ) from None
             raise StorageError(
                 f"No free Postgres connection within {self.timeout:g}s while {what} "
                 f"(max_size={self.max_size}): the server answers, but every connection of "
@@ -350,6 +358,14 @@ class PostgresCheckpointer:
                 f"timeout, or lower the number of concurrent runs."
             ) from None
         except psycopg.OperationalError as exc:
+            unreachable = self._unreachable()
+            if unreachable is not None:  # the server went away (stopped, restarting, network)
+                raise StorageError(
+                    f"Postgres at {self._where} is unreachable while {what}: {unreachable}. "
+                    f"Check that the server runs and the network; a write that broke during "
+                    f"COMMIT may or may not be stored (the thread's next call recovers it "
+                    f"either way)."
+                ) from exc
             raise StorageError(
                 f"Postgres at {self._where} failed while {what}: {exc}. Check the server and "
                 f"the network; a write that broke during COMMIT may or may not be stored "
