@@ -4,23 +4,17 @@ visible and size-limited."""
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from typing import Any
 
+from .. import display
 from ..outbox import NoticeCall
-
-_INVISIBLE = re.compile(
-    "[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
 
 
 def visible(text: str, limit: int = 1500) -> str:
-    """``text`` with control, bidi, zero-width and tag characters shown as ``⟨U+XXXX⟩`` and
-    cut at ``limit`` characters with a visible note of how much is hidden."""
-    shown = _INVISIBLE.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
-    shown = "".join(f"⟨U+{ord(c):04X}⟩" if unicodedata.category(c) in ("Cs", "Co", "Cn")
-                    and c not in "\n\t" else c for c in shown)
+    """``text`` shown by the display policy (:mod:`interlock.display`: control, bidi,
+    zero-width and tag characters as ``⟨U+XXXX⟩``, padding folded) and cut at ``limit``
+    characters with a visible note of how much is hidden."""
+    shown = display.visible(text)
     if len(shown) > limit:
         return shown[:limit] + f" … [{len(shown) - limit} more characters not shown]"
     return shown
