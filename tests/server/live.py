@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 import threading
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +19,8 @@ from interlock import Agent
 from interlock.server import build_server
 from interlock.server.state import ServerState
 
+TESTS = Path(__file__).resolve().parents[1]
+READY = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 CHROMIUM_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--no-first-run", "--disable-sync",
@@ -64,3 +72,52 @@ class LiveServer:
         self.thread.join(20)
         if self.thread.is_alive():
             raise RuntimeError("the review server did not stop")
+
+
+class ServeProcess:
+    """``interlock serve server.server_agents:make_agent`` as a real process on a free port;
+    executions are appended to ``exec_log``."""
+
+    def __init__(self, name: str, db_url: str, tokens: Path, exec_log: Path,
+                 extra_args: Sequence[str] = ()) -> None:
+        self.name = name
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get(
+            "PYTHONPATH", "")]), "INTERLOCK_TEST_EXEC_LOG": str(exec_log)}
+        env.pop("INTERLOCK_TOKENS", None)
+        env.pop("INTERLOCK_TOKENS_FILE", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "interlock.cli", "serve", "server.server_agents:make_agent",
+             "--db", db_url, "--host", "127.0.0.1", "--port", "0", "--tokens", str(tokens),
+             "--poll-interval", "0.1", "--log-level", "info", *extra_args],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        self.lines: list[str] = []
+        self.port: int | None = None
+        found = threading.Event()
+
+        def read() -> None:
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                self.lines.append(line)
+                m = READY.search(line)
+                if m:
+                    self.port = int(m.group(1))
+                    found.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not found.wait(30):
+            self.stop()
+            raise AssertionError(f"{name} did not start:\n{''.join(self.lines)}")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                return self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+                raise AssertionError(f"{self.name} did not stop on SIGINT:\n"
+                                     f"{''.join(self.lines)}") from None
+        return int(self.proc.returncode)

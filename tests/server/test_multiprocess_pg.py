@@ -5,12 +5,7 @@ winner and one 409."""
 from __future__ import annotations
 
 import json
-import os
 import queue
-import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,56 +19,10 @@ import pytest
 from conftest import StoreFactory, require_postgres
 
 from .conftest import ALICE, BOB, TOKENS, bearer
+from .live import ServeProcess
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-TESTS = Path(__file__).resolve().parents[1]
-READY = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
-
-
-class ServeProcess:
-    def __init__(self, name: str, db_url: str, tokens: Path, exec_log: Path) -> None:
-        self.name = name
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get(
-            "PYTHONPATH", "")]), "INTERLOCK_TEST_EXEC_LOG": str(exec_log)}
-        env.pop("INTERLOCK_TOKENS", None)
-        env.pop("INTERLOCK_TOKENS_FILE", None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "interlock.cli", "serve", "server.server_agents:make_agent",
-             "--db", db_url, "--host", "127.0.0.1", "--port", "0", "--tokens", str(tokens),
-             "--poll-interval", "0.1", "--log-level", "info"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        self.lines: list[str] = []
-        self.port: int | None = None
-        found = threading.Event()
-
-        def read() -> None:
-            assert self.proc.stdout is not None
-            for line in self.proc.stdout:
-                self.lines.append(line)
-                m = READY.search(line)
-                if m:
-                    self.port = int(m.group(1))
-                    found.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        if not found.wait(30):
-            self.stop()
-            raise AssertionError(f"{name} did not start:\n{''.join(self.lines)}")
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                return self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-                raise AssertionError(f"{self.name} did not stop on SIGINT:\n"
-                                     f"{''.join(self.lines)}") from None
-        return int(self.proc.returncode)
 
 
 class Stream:

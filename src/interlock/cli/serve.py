@@ -45,9 +45,16 @@ from ._common import DB_ENV, CliError, load_agent
               "`interlock dispatch`.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option("--langgraph-api", is_flag=True,
+              help="Also serve the LangGraph-compatible API under /langgraph (langgraph-sdk "
+              "clients; Agent Inbox under /langgraph/agent-inbox).")
+@click.option("--langgraph-allow-origin", "langgraph_origins", multiple=True, metavar="ORIGIN",
+              help="A browser origin allowed to call the LangGraph API, e.g. "
+              "http://localhost:3000 where Agent Inbox runs (repeatable).")
 def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Path | None,
           poll_interval: float, expiry_interval: float, recovery_interval: float,
-          root_path: str, notify_file: Path | None, no_dispatch: bool, log_level: str) -> None:
+          root_path: str, notify_file: Path | None, no_dispatch: bool, log_level: str,
+          langgraph_api: bool, langgraph_origins: tuple[str, ...]) -> None:
     """Serve the review API and the web inbox for MODULE:AGENT (an Agent, or a function
     returning one), e.g. `interlock serve myapp.agents:agent --db sqlite:///interlock.db`.
 
@@ -61,6 +68,8 @@ def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Pa
         from ..server.run import build_server
     except MissingDependency as exc:
         raise CliError(str(exc)) from exc
+    if langgraph_origins and not langgraph_api:
+        raise CliError("--langgraph-allow-origin needs --langgraph-api.", exit_code=2)
     agent = load_agent(agent_spec)
     try:
         server = build_server(
@@ -71,6 +80,7 @@ def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Pa
             else None,
             log_level=log_level, on_started=_announce, root_path=root_path,
             notify=notify_file, dispatch=not no_dispatch,
+            langgraph_api=langgraph_api, langgraph_origins=langgraph_origins,
         )
     except (ConfigurationError, MissingDependency) as exc:
         raise CliError(str(exc), exit_code=2 if isinstance(exc, ConfigurationError) else 1) \

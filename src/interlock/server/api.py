@@ -53,13 +53,11 @@ _bearer = HTTPBearer(auto_error=False, description="A reviewer token (see docs/s
 State = Annotated[ServerState, Depends(get_state)]
 
 
-async def identity(
-    request: Request,
-    state: State,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Identity:
-    """The caller, from the bearer token; the local reviewer when no tokens are configured.
-    A client with too many failed attempts is refused (429) until they age out."""
+def caller_for(request: Request, state: ServerState, token: str | None, *,
+               how: str) -> Identity:
+    """The identity of ``token``; the local reviewer when no tokens are configured. A client
+    with too many failed attempts is refused (429) until they age out. ``how`` tells the client
+    how to send a token (in the 401 message)."""
     if state.auth is None:
         return LOCAL_IDENTITY
     client = request.client.host if request.client else ""
@@ -71,17 +69,29 @@ async def identity(
             f"Too many failed token attempts from this address ({state.throttle.attempts} "
             f"within {state.throttle.window:g} s); try again in {seconds} s.",
             {"Retry-After": str(seconds)})
-    if credentials is None or credentials.scheme.lower() != "bearer":
-        raise unauthorized("Send a reviewer token: 'Authorization: Bearer <token>'.")
-    found = state.auth.authenticate(credentials.credentials.strip())
+    if not token:
+        raise unauthorized(f"Send a reviewer token: {how}.")
+    found = state.auth.authenticate(token.strip())
     if found is None:
         state.throttle.failed(client)
-        raise unauthorized("The bearer token is not valid.")
+        raise unauthorized("The token is not valid.")
     if found.expires_at is not None and datetime.now(UTC) >= found.expires_at:
         state.throttle.failed(client)
-        raise unauthorized(f"The bearer token of {found.id!r} expired at "
+        raise unauthorized(f"The token of {found.id!r} expired at "
                            f"{found.expires_at.isoformat()}; ask for a new one.")
     return found
+
+
+async def identity(
+    request: Request,
+    state: State,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Identity:
+    """The caller, from the bearer token; the local reviewer when no tokens are configured."""
+    bearer = None
+    if credentials is not None and credentials.scheme.lower() == "bearer":
+        bearer = credentials.credentials
+    return caller_for(request, state, bearer, how="'Authorization: Bearer <token>'")
 
 
 Caller = Annotated[Identity, Depends(identity)]
@@ -235,6 +245,13 @@ async def cancel(state: State, caller: Caller, thread_id: ThreadId,
     """Close every pending call with a "cancelled by reviewer" result; the thread goes idle.
     Needs a role allowed to decide every pending request."""
     state.limits.text("reason", body.reason if body else None)
+    result = await cancel_thread(state, caller, thread_id, body.reason if body else None)
+    return JSONResponse(result.to_json())
+
+
+async def cancel_thread(state: ServerState, caller: Identity, thread_id: str,
+                        reason: str | None) -> RunResult:
+    """Cancel every pending call of the thread, if ``caller`` may decide each of them."""
     current = await state.agent.aget_thread(thread_id)
     for intr in current.interrupts:
         if intr.kind == "review" and isinstance(intr.value, HITLRequest):
@@ -246,10 +263,10 @@ async def cancel(state: State, caller: Caller, thread_id: ThreadId,
                         f"{thread_id!r}: call {a.tool_call_id!r} ({a.name}) needs one of the "
                         f"roles: {', '.join(c.reviewers or [])}. Nothing was changed."
                     )
-    result = await state.agent.acancel(thread_id, reason=body.reason if body else None,
+    result = await state.agent.acancel(thread_id, reason=reason,
                                        reviewer=caller.reviewer() or caller.id)
     state.watcher.poke()
-    return JSONResponse(result.to_json())
+    return result
 
 
 @router.get("/threads/{thread_id}/remembered", response_model=RememberedList,

@@ -5,19 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..agent import Agent
-from ..errors import InterlockError
 from ..notify import Dispatcher, NotifyConfig, build_channels, load_config
 from ..result import RunResult
 from . import errors
@@ -33,6 +30,7 @@ from .watcher import InboxWatcher
 
 log = logging.getLogger("interlock.server")
 STATIC = Path(__file__).parent / "static"
+MOUNT_PREFIX = "/langgraph/"
 
 
 async def _repeat(what: str, job: Callable[[], Awaitable[list[RunResult]]],
@@ -71,6 +69,8 @@ def create_app(
     limits: Limits | None = None,
     notify: NotifyConfig | str | Path | None = None,
     dispatch: bool = True,
+    langgraph_api: bool = False,
+    langgraph_origins: Sequence[str] = (),
 ) -> FastAPI:
     """Build the review server for ``agent``.
 
@@ -91,6 +91,9 @@ def create_app(
     the notification configuration (a :class:`NotifyConfig` or a TOML file, see
     docs/notifications.md): enables the Slack and e-mail decision routes and, unless
     ``dispatch=False``, delivers the outbox from this process.
+    ``langgraph_api``: also serve the LangGraph-compatible API under ``/langgraph`` (for
+    ``langgraph-sdk`` and Agent Inbox; docs/langgraph-clients.md); ``langgraph_origins``:
+    browser origins (e.g. Agent Inbox's) allowed to call it.
     """
     limits = limits or Limits()
     auth = load_tokens(tokens, use_env=use_env_tokens)
@@ -158,10 +161,7 @@ def create_app(
     app.state.interlock = state
     app.include_router(router)
     app.include_router(notify_router)
-    app.add_exception_handler(InterlockError, errors.interlock_error)
-    app.add_exception_handler(errors.ApiError, errors.api_error)
-    app.add_exception_handler(RequestValidationError, errors.validation_error)
-    app.add_exception_handler(HTTPException, errors.http_error)
+    errors.install(app)
     if inbox:
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -169,6 +169,13 @@ def create_app(
         async def index() -> FileResponse:
             return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
+    trusted: tuple[str, ...] = ()
+    if langgraph_api:
+        from .langgraph import MOUNT, create_langgraph_app
+
+        app.mount(MOUNT, create_langgraph_app(state, cors_origins=langgraph_origins))
+        trusted = tuple(langgraph_origins)
     app.add_middleware(SecurityMiddleware, local_only=auth is None,
-                       max_body_bytes=limits.max_body_bytes)
+                       max_body_bytes=limits.max_body_bytes, trusted_origins=trusted,
+                       trusted_prefix=MOUNT_PREFIX)
     return app

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
@@ -103,3 +103,12 @@ async def http_error(_: Request, exc: Exception) -> JSONResponse:
     name = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
     return JSONResponse(body(name, str(exc.detail)), status_code=exc.status_code,
                         headers=exc.headers)
+
+
+def install(app: FastAPI) -> None:
+    """Answer interlock's errors, the HTTP layer's own and invalid requests with the error body
+    and the status codes above."""
+    app.add_exception_handler(InterlockError, interlock_error)
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(HTTPException, http_error)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import FrameType
@@ -37,6 +37,8 @@ def build_server(
     limits: Limits | None = None,
     notify: NotifyConfig | str | Path | None = None,
     dispatch: bool = True,
+    langgraph_api: bool = False,
+    langgraph_origins: Sequence[str] = (),
     **uvicorn_options: Any,
 ) -> Any:
     """A configured ``uvicorn.Server`` (not started).
@@ -45,7 +47,8 @@ def build_server(
     ``INTERLOCK_TOKENS_FILE`` environment, else local mode); a non-loopback ``host`` is refused
     without tokens. ``db_url`` replaces the agent's checkpointer (``sqlite:///file.db``,
     ``postgresql://...``). ``on_started`` is called with the base URL once the socket is bound
-    (useful with ``port=0``). ``notify`` / ``dispatch`` as for :func:`create_app`."""
+    (useful with ``port=0``). ``notify`` / ``dispatch`` and ``langgraph_api`` /
+    ``langgraph_origins`` as for :func:`create_app`."""
     try:
         import uvicorn
     except ImportError:
@@ -56,7 +59,8 @@ def build_server(
         agent.checkpointer = from_url(db_url)
     app = create_app(agent, tokens=auth, use_env_tokens=False, poll_interval=poll_interval,
                      expiry_interval=expiry_interval, recovery_interval=recovery_interval,
-                     limits=limits, notify=notify, dispatch=dispatch)
+                     limits=limits, notify=notify, dispatch=dispatch, langgraph_api=langgraph_api,
+                     langgraph_origins=langgraph_origins)
     state = app.state.interlock
     assert isinstance(state, ServerState)
     uvicorn_options.setdefault("timeout_graceful_shutdown", 5)

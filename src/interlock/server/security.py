@@ -5,13 +5,15 @@
 * Local mode (no tokens): only loopback clients with a loopback ``Host`` header are served —
   this also defeats DNS-rebinding pages in the reviewer's browser.
 * State-changing requests whose ``Origin`` is not this server (same scheme, host and port) are
-  refused (no CSRF, with or without tokens).
+  refused (no CSRF, with or without tokens), except from origins configured for the LangGraph
+  API (Agent Inbox), and only under its path.
 * Request bodies larger than ``max_body_bytes`` are refused with 413 before any route sees them.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -63,10 +65,13 @@ def same_origin(origin: str, scheme: str, host_header: str) -> bool:
 
 class SecurityMiddleware:
     def __init__(self, app: ASGIApp, *, local_only: bool,
-                 max_body_bytes: int = 1024 * 1024) -> None:
+                 max_body_bytes: int = 1024 * 1024, trusted_origins: Collection[str] = (),
+                 trusted_prefix: str = "") -> None:
         self.app = app
         self.local_only = local_only
         self.max_body_bytes = max_body_bytes
+        self.trusted_origins = frozenset(o.rstrip("/").lower() for o in trusted_origins)
+        self.trusted_prefix = trusted_prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -115,7 +120,8 @@ class SecurityMiddleware:
                         "tokens to serve other clients.")
         origin = headers.get("origin")
         if (scope.get("method") in _UNSAFE and origin is not None
-                and not same_origin(origin, str(scope.get("scheme", "http")), host)):
+                and not same_origin(origin, str(scope.get("scheme", "http")), host)
+                and not self._trusted(scope, origin)):
             return ("CrossOriginRequest",
                     f"Refused a {scope.get('method')} from origin {origin!r}: state-changing "
                     f"requests must come from this server's own pages (same scheme, host and "
@@ -141,6 +147,15 @@ class SecurityMiddleware:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+    def _trusted(self, scope: Scope, origin: str) -> bool:
+        """A configured origin (e.g. Agent Inbox's) calling the mounted LangGraph API."""
+        if not self.trusted_prefix or origin.rstrip("/").lower() not in self.trusted_origins:
+            return False
+        path = str(scope.get("path", ""))
+        root = str(scope.get("root_path", "")).rstrip("/")
+        return path.startswith(self.trusted_prefix) or \
+            path.startswith(root + self.trusted_prefix)
 
     @staticmethod
     async def _refuse(send: Send, error: str, message: str, status: int = 403) -> None:

@@ -7,10 +7,27 @@ from collections.abc import AsyncIterator
 
 from fastapi.responses import StreamingResponse
 
-from .hub import Subscription
+from .hub import StreamEvent, Subscription
 from .state import ServerState
 
 RESYNC = b'event: resync\ndata: {"reason":"the stream fell behind; reload the state"}\n\n'
+
+
+KEEPALIVE = b": keepalive\n\n"
+
+
+async def next_event(sub: Subscription, keepalive: float) -> StreamEvent | bytes | None:
+    """The subscription's next event; :data:`KEEPALIVE` after ``keepalive`` seconds without
+    one; None when the stream ends (server shutdown)."""
+    if not sub.queue.empty():
+        return sub.queue.get_nowait()
+    # asyncio.wait, not wait_for: a cancellation (client gone, shutdown) is never lost
+    getter = asyncio.ensure_future(sub.queue.get())
+    try:
+        done, _ = await asyncio.wait({getter}, timeout=keepalive)
+    finally:
+        getter.cancel()
+    return getter.result() if done else KEEPALIVE
 
 
 def stream(state: ServerState, topic: str, after: str | None) -> StreamingResponse:
@@ -25,22 +42,13 @@ def stream(state: ServerState, topic: str, after: str | None) -> StreamingRespon
         try:
             yield b"retry: 2000\n: connected\n\n"
             while True:
-                if sub.queue.empty():
-                    # asyncio.wait, not wait_for: a cancellation (client gone, shutdown) is
-                    # never lost
-                    getter = asyncio.ensure_future(sub.queue.get())
-                    try:
-                        done, _ = await asyncio.wait({getter}, timeout=keepalive)
-                    finally:
-                        getter.cancel()
-                    if not done:
-                        yield b": keepalive\n\n"
-                        continue
-                    ev = getter.result()
-                else:
-                    ev = sub.queue.get_nowait()
+                ev = await next_event(sub, keepalive)
+                if ev is KEEPALIVE:
+                    yield KEEPALIVE
+                    continue
                 if ev is None:
                     return
+                assert isinstance(ev, StreamEvent)
                 yield ev.encode()
                 if sub.overflowed and sub.queue.empty():
                     yield RESYNC

@@ -1,0 +1,231 @@
+"""``command.resume`` from LangGraph clients, mapped onto interlock's decisions.
+
+What a client sends is translated into the core's own inputs (decisions keyed by
+``tool_call_id``, an answer, or a cancel); the core then validates them exactly as it validates
+every other surface's input, so a wrong resume is refused with the core's message and changes
+nothing. Accepted shapes:
+
+* ``{interrupt_id: response, ...}``: one entry per pending call or question, any subset (the
+  rest stay pending). ``interrupt_id`` is a LangGraph interrupt id from the thread state; the id
+  of interlock's whole review request takes ``{"decisions": [...]}`` for all its calls.
+* a list of Agent Inbox ``HumanResponse`` objects: the first pending calls, in order (Agent
+  Inbox sends one response for the first pending call).
+* ``{"decisions": [...]}``, a list of decisions, or one decision: passed to the core unchanged
+  (LangChain's batched resume: one decision per pending call, in order).
+* one ``HumanResponse``: the first pending call (or question).
+* anything else: the answer to the pending ``interrupt(...)`` question.
+
+A response is either a LangChain/interlock decision (``approve``, ``edit`` with
+``edited_action``, ``reject``, ``respond``) or an Agent Inbox ``HumanResponse``:
+
+* ``accept`` -> approve (``args``, if sent, must be the pending call unchanged);
+* ``edit`` with ``args: {action, args}`` -> edit; argument values sent as strings (Agent
+  Inbox's text fields) are parsed as JSON where the tool's schema does not take a string;
+* ``response`` with text -> ``respond`` when the call allows it, else ``reject`` with the text
+  as the reason; for a question, the text is the answer;
+* ``ignore`` -> cancel: every pending call of the thread is closed as cancelled by the reviewer
+  and the thread goes idle (interlock cannot cancel part of a turn), so ``ignore`` cannot be
+  mixed with other responses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ...agent import Agent, ThreadState
+from ...errors import InvalidDecision, NoPendingInterrupt, StaleInterrupt
+from ...tools import Tool
+from .shapes import Pending, pending_entries
+
+HUMAN_RESPONSE_TYPES = ("accept", "edit", "response", "ignore")
+
+
+@dataclass
+class Plan:
+    """What to do: ``decide`` (decisions for one review request), ``answer`` (a question) or
+    ``cancel`` (every pending call)."""
+
+    kind: Literal["decide", "answer", "cancel"]
+    interrupt_id: str | None = None
+    decisions: Any = None
+    value: Any = None
+    answered: list[str] = field(default_factory=list)
+    """LangGraph interrupt ids this plan answers (for the run's metadata)."""
+
+
+def is_human_response(value: Any) -> bool:
+    if not isinstance(value, Mapping):
+        return False
+    kind = value.get("type")
+    if kind == "edit":
+        return "args" in value and not ({"edited_action", "editedAction"} & set(value))
+    return kind in HUMAN_RESPONSE_TYPES
+
+
+def plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
+    tid = state.thread_id
+    entries = pending_entries(state)
+    if not entries:
+        raise NoPendingInterrupt(tid)
+    by_id = {p.lg_id: p for p in entries}
+    requests = {p.interrupt.id: p.interrupt for p in entries if p.action is not None}
+    if isinstance(resume, Mapping) and resume and not ({"type", "decisions"} & set(resume)):
+        unknown = [k for k in resume if k not in by_id and k not in requests]
+        if len(unknown) < len(resume) or all(_looks_like_id(k) for k in unknown):
+            if unknown:
+                raise StaleInterrupt(tid, str(unknown[0]), list(by_id))
+            return _keyed(agent, tid, entries, by_id, requests, resume)
+    if isinstance(resume, list) and resume and all(is_human_response(r) for r in resume):
+        reviews = [p for p in entries if p.action is not None]
+        if entries[0].action is None and len(resume) == 1:
+            return _answer(tid, entries[0], resume[0])
+        if len(resume) > len(reviews):
+            raise InvalidDecision(
+                tid, f"got {len(resume)} responses for {len(reviews)} pending call(s) "
+                f"({_listing(reviews)}); send at most one response per pending call, in order, "
+                f"or key them by interrupt id.")
+        return _decide(agent, tid, list(zip(reviews, resume, strict=False)))
+    if is_human_response(resume):
+        first = entries[0]
+        if first.action is None:
+            return _answer(tid, first, resume)
+        return _decide(agent, tid, [(first, resume)])
+    if (isinstance(resume, Mapping) and ("decisions" in resume or "type" in resume)) or \
+            isinstance(resume, list):
+        return Plan("decide", decisions=resume)
+    return Plan("answer", value=resume)
+
+
+def _looks_like_id(key: Any) -> bool:
+    return isinstance(key, str) and len(key) >= 16 and all(
+        c in "0123456789abcdef-" for c in key.lower())
+
+
+def _listing(entries: list[Pending]) -> str:
+    return ", ".join(f"{p.lg_id} ({p.action.name if p.action else 'question'})"
+                     for p in entries) or "none"
+
+
+def _keyed(agent: Agent, tid: str, entries: list[Pending], by_id: dict[str, Pending],
+           requests: dict[str, Any], resume: Mapping[str, Any]) -> Plan:
+    calls: list[tuple[Pending, Any]] = []
+    questions: list[tuple[Pending, Any]] = []
+    whole: list[tuple[str, Any]] = []
+    for key, value in resume.items():
+        if key in requests and key not in by_id:
+            whole.append((key, value))
+            continue
+        p = by_id[key]
+        (calls if p.action is not None else questions).append((p, value))
+    kinds = sum(1 for group in (calls, questions, whole) if group)
+    targets = {p.interrupt.id for p, _ in calls} | {k for k, _ in whole}
+    if kinds > 1 or len(questions) > 1 or len(whole) > 1 or len(targets) > 1:
+        raise InvalidDecision(
+            tid, f"this resume answers {len(resume)} interrupts of different kinds or requests "
+            f"({', '.join(resume)}); answer review calls of one request together, and each "
+            f"question in a run of its own. Pending: {_listing(entries)}.")
+    if whole:
+        key, value = whole[0]
+        return Plan("decide", interrupt_id=key, decisions=value, answered=[key])
+    if questions:
+        return _answer(tid, *questions[0])
+    return _decide(agent, tid, calls)
+
+
+def _answer(tid: str, p: Pending, value: Any) -> Plan:
+    if is_human_response(value):
+        if value.get("type") != "response" or not isinstance(value.get("args"), str):
+            raise InvalidDecision(
+                tid, f"interrupt {p.lg_id} is a question from the agent; answer it with a "
+                f"'response' whose args is the answer text, or with the answer value itself.")
+        value = value["args"]
+    return Plan("answer", interrupt_id=p.interrupt.id, value=value, answered=[p.lg_id])
+
+
+def _decide(agent: Agent, tid: str, pairs: list[tuple[Pending, Any]]) -> Plan:
+    ignored = [p for p, r in pairs if is_human_response(r) and r.get("type") == "ignore"]
+    if ignored:
+        if len(ignored) != len(pairs):
+            raise InvalidDecision(
+                tid, "'ignore' cancels every pending call of the thread, so it cannot be sent "
+                "together with other responses; send the other responses first, or ignore "
+                "alone.")
+        return Plan("cancel", answered=[p.lg_id for p in ignored])
+    decisions: dict[str, Any] = {}
+    for p, response in pairs:
+        assert p.action is not None
+        decisions[p.action.tool_call_id] = to_decision(agent, tid, p, response)
+    return Plan("decide", interrupt_id=pairs[0][0].interrupt.id, decisions=decisions,
+                answered=[p.lg_id for p, _ in pairs])
+
+
+def to_decision(agent: Agent, tid: str, p: Pending, response: Any) -> Any:
+    """One response for one pending call, as an interlock decision (a dict the core validates).
+    LangChain/interlock decisions pass through unchanged."""
+    if not is_human_response(response):
+        return response
+    assert p.action is not None and p.config is not None
+    a = p.action
+    where = f"the response to interrupt {p.lg_id} (call {a.tool_call_id!r}, tool {a.name!r})"
+    kind, args = response["type"], response.get("args")
+    if kind == "accept":
+        if isinstance(args, Mapping) and ("action" in args or "args" in args):
+            same_name = args.get("action", a.name) == a.name
+            sent = args.get("args", a.args)
+            if not same_name or not isinstance(sent, Mapping) or \
+                    coerce_args(agent.tools_by_name.get(a.name), sent) != a.args:
+                raise InvalidDecision(
+                    tid, f"{where} is 'accept' with an action that differs from the pending "
+                    f"call; 'accept' runs the call as proposed. Send the changed call as an "
+                    f"'edit' instead.")
+        return {"type": "approve", "tool_call_id": a.tool_call_id}
+    if kind == "edit":
+        if not isinstance(args, Mapping) or not isinstance(args.get("action"), str) or \
+                not isinstance(args.get("args"), Mapping):
+            raise InvalidDecision(
+                tid, f"{where} is 'edit' without a valid action; 'edit' needs "
+                f"args = {{'action': TOOL_NAME, 'args': {{...}}}}.")
+        name = args["action"]
+        return {"type": "edit", "tool_call_id": a.tool_call_id, "edited_action": {
+            "name": name, "args": coerce_args(agent.tools_by_name.get(name), args["args"])}}
+    # response
+    if not isinstance(args, str) or not args.strip():
+        raise InvalidDecision(
+            tid, f"{where} is 'response' without text; 'response' needs args = the text to "
+            f"send back.")
+    allowed = p.config.allowed_decisions
+    if "respond" not in allowed and "reject" in allowed:
+        return {"type": "reject", "message": args, "tool_call_id": a.tool_call_id}
+    return {"type": "respond", "message": args, "tool_call_id": a.tool_call_id}
+
+
+def _takes_string(schema: Mapping[str, Any]) -> bool:
+    """Whether a JSON-schema property accepts a string as it is (unknown: yes)."""
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(branches, list):
+        return any(isinstance(b, Mapping) and _takes_string(b) for b in branches)
+    kind = schema.get("type")
+    if kind is None:
+        return "$ref" not in schema and "items" not in schema and "properties" not in schema
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
+
+
+def coerce_args(tool: Tool | None, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Agent Inbox edits every argument in a text field and sends strings: a string is parsed
+    as JSON where the tool's schema does not take a string (``"42"`` for an integer, ``"[1]"``
+    for a list). Anything that does not parse is left as it is, for the core's validation to
+    refuse with its message."""
+    out = dict(args)
+    if tool is None:
+        return out
+    props = tool.args_schema.get("properties", {})
+    for key, value in args.items():
+        prop = props.get(key)
+        if isinstance(value, str) and isinstance(prop, Mapping) and not _takes_string(prop):
+            with contextlib.suppress(ValueError):
+                out[key] = json.loads(value)
+    return out

@@ -1,0 +1,493 @@
+"""The LangGraph server API routes (the subset ``langgraph-sdk`` and Agent Inbox use)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from ... import __version__
+from ...agent import ThreadState
+from ...errors import ThreadNotFound
+from ...result import RunResult
+from ..api import caller_for, cancel_thread
+from ..auth import Identity
+from ..errors import ApiError
+from ..hub import Subscription
+from ..state import ServerState, get_state
+from .responses import Plan, plan_resume
+from .runs import (
+    STREAM_MODES,
+    LoadState,
+    RunRecord,
+    RunRegistry,
+    StreamContext,
+    stream_run,
+    subscribe,
+)
+from .shapes import (
+    STATUSES_FOR,
+    AssistantInfo,
+    Format,
+    empty_state_json,
+    new_thread_json,
+    state_json,
+    thread_json,
+    values_json,
+)
+
+KEEP_NEW_THREADS = 10_000
+IGNORE_REASON = "The reviewer ignored this request (LangGraph client)."
+RESOLVE_REASON = "The reviewer marked this request as resolved (LangGraph client)."
+
+
+class LangGraphAPI:
+    """What the LangGraph routes share: the review server's state, the one assistant, the runs
+    started here and the threads created here that have had no run yet (those exist only in
+    this process until their first run stores them)."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.assistant = AssistantInfo.of(state.agent, datetime.now(UTC))
+        self.runs = RunRegistry()
+        self.new_threads: OrderedDict[str, datetime] = OrderedDict()
+
+    def remember_new(self, thread_id: str) -> datetime:
+        created = self.new_threads.setdefault(thread_id, datetime.now(UTC))
+        while len(self.new_threads) > KEEP_NEW_THREADS:
+            self.new_threads.popitem(last=False)
+        return created
+
+    async def load(self, thread_id: str) -> ThreadState | None:
+        try:
+            return await self.state.agent.aget_thread(thread_id)
+        except ThreadNotFound:
+            return None
+
+    def loader(self, thread_id: str) -> LoadState:
+        async def load() -> ThreadState:
+            return await self.state.agent.aget_thread(thread_id)
+
+        return load
+
+    def check_assistant(self, ref: str) -> None:
+        if not self.assistant.matches(ref):
+            raise ApiError(404, "NotFound",
+                           f"Assistant {ref!r} not found. This server has one assistant: "
+                           f"assistant_id {self.assistant.assistant_id!r}, graph_id "
+                           f"{self.assistant.graph_id!r} (either may be used).")
+
+
+def get_api(request: Request) -> LangGraphAPI:
+    api = request.app.state.langgraph
+    assert isinstance(api, LangGraphAPI)
+    return api
+
+
+State = Annotated[ServerState, Depends(get_state)]
+API = Annotated[LangGraphAPI, Depends(get_api)]
+
+
+async def lg_caller(request: Request, state: State) -> Identity:
+    """The caller from ``x-api-key`` (what the LangGraph clients send) or a bearer token."""
+    token = request.headers.get("x-api-key")
+    if not token:
+        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        token = credentials if scheme.lower() == "bearer" else None
+    return caller_for(state, token,
+                      how="'x-api-key: <token>' or 'Authorization: Bearer <token>'")
+
+
+Caller = Annotated[Identity, Depends(lg_caller)]
+
+
+# -- bodies ----------------------------------------------------------------------------------
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ThreadCreate(_Body):
+    thread_id: str | None = Field(default=None, min_length=1, max_length=200)
+    metadata: dict[str, Any] | None = None
+    if_exists: Literal["raise", "do_nothing"] | None = None
+
+
+class ThreadSearch(_Body):
+    metadata: dict[str, Any] | None = None
+    values: dict[str, Any] | None = None
+    ids: list[str] | None = Field(default=None, max_length=1000)
+    status: Literal["idle", "busy", "interrupted", "error"] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0, le=10_000)
+    sort_by: str | None = None
+    sort_order: str | None = None
+
+
+class AssistantSearch(_Body):
+    metadata: dict[str, Any] | None = None
+    graph_id: str | None = None
+    name: str | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+
+
+class RunCreate(_Body):
+    assistant_id: str
+    input: Any = None
+    command: dict[str, Any] | None = None
+    stream_mode: str | list[str] = "values"
+    metadata: dict[str, Any] | None = None
+    if_not_exists: Literal["create", "reject"] | None = None
+
+
+class StateUpdate(_Body):
+    values: Any = None
+    as_node: str | None = None
+
+
+class History(_Body):
+    limit: int = Field(default=10, ge=1)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _unsupported(error: str, message: str) -> ApiError:
+    return ApiError(422, error, message)
+
+
+def _input_text(thread_id: str, value: Any) -> str:
+    """The user's message from LangGraph-style input: ``{"messages": [{"role": "user",
+    "content": "..."}]}`` (one human message; ``type: human`` and content blocks also work)."""
+    messages = value.get("messages") if isinstance(value, dict) else None
+    if isinstance(messages, str):
+        return messages
+    if isinstance(messages, dict):
+        messages = [messages]
+    if isinstance(messages, list) and len(messages) == 1 and isinstance(messages[0], dict):
+        m = messages[0]
+        if m.get("role", m.get("type")) in ("user", "human"):
+            content = m.get("content")
+            if isinstance(content, list):
+                content = "".join(b.get("text", "") for b in content
+                                  if isinstance(b, dict) and b.get("type") == "text")
+            if isinstance(content, str) and content.strip():
+                return content
+    raise _unsupported(
+        "UnsupportedInput",
+        f"Cannot start a run on thread {thread_id!r} with input {str(value)[:200]!r}: send "
+        f"input = {{'messages': [{{'role': 'user', 'content': 'TEXT'}}]}} with exactly one "
+        f"user message (the agent keeps the rest of the conversation).")
+
+
+def _modes(value: str | list[str]) -> tuple[str, ...]:
+    modes = (value,) if isinstance(value, str) else tuple(value)
+    bad = [m for m in modes if m not in STREAM_MODES]
+    if bad or not modes:
+        raise _unsupported(
+            "UnsupportedStreamMode",
+            f"stream_mode {bad or modes!r} is not supported here; use any of "
+            f"{', '.join(STREAM_MODES)}.")
+    return modes
+
+
+def _run_location(request: Request, rec: RunRecord) -> dict[str, str]:
+    root = request.scope.get("root_path", "")
+    return {"Content-Location": f"{root}/threads/{rec.thread_id}/runs/{rec.run_id}"}
+
+
+async def _plan(api: LangGraphAPI, thread_id: str, body: RunCreate,
+                explicit: bool) -> tuple[Plan | None, str | None]:
+    """What the run does: resume (a plan) or start with a message (its text)."""
+    api.check_assistant(body.assistant_id)
+    current = await api.load(thread_id)
+    if current is None and explicit and thread_id not in api.new_threads \
+            and body.if_not_exists != "create":
+        raise ThreadNotFound(thread_id)
+    if body.command is not None:
+        extra = sorted(set(body.command) - {"resume"})
+        if extra or "resume" not in body.command:
+            raise _unsupported(
+                "UnsupportedCommand",
+                f"command {extra or list(body.command)} is not supported: interlock resumes "
+                f"paused calls only, with command = {{'resume': ...}}.")
+        if current is None:
+            raise ThreadNotFound(thread_id)
+        return plan_resume(api.state.agent, current, body.command["resume"]), None
+    if body.input is None:
+        raise _unsupported(
+            "UnsupportedInput",
+            f"A run on thread {thread_id!r} needs input (a user message) or "
+            f"command.resume (answers to its pending interrupts).")
+    return None, _input_text(thread_id, body.input)
+
+
+async def _launch(api: LangGraphAPI, caller: Identity, thread_id: str, plan: Plan | None,
+                  text: str | None, *, wait: bool) -> RunResult | None:
+    state = api.state
+    if plan is None:
+        assert text is not None
+        result = await state.runner.start(thread_id, text, wait=wait)
+    elif plan.kind == "cancel":
+        return await cancel_thread(state, caller, thread_id, IGNORE_REASON)
+    elif plan.kind == "answer":
+        result = await state.runner.answer(thread_id, plan.value, interrupt_id=plan.interrupt_id,
+                                           reviewer=caller.reviewer(), actor=caller.id,
+                                           wait=wait)
+    else:
+        result = await state.runner.resume(thread_id, plan.decisions,
+                                           interrupt_id=plan.interrupt_id,
+                                           reviewer=caller.reviewer(), actor=caller.id,
+                                           wait=wait)
+    api.new_threads.pop(thread_id, None)
+    return result
+
+
+async def _start(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCreate,
+                 explicit: bool) -> tuple[RunRecord, Subscription | None]:
+    """Launch a background run; its input is stored (or refused) before this returns. The
+    subscription (None when the run already ended, e.g. ``ignore``) carries its events."""
+    plan, text = await _plan(api, thread_id, body, explicit)
+    rec = api.runs.new(thread_id, api.assistant, body.metadata)
+    sub = subscribe(api.state, thread_id)
+    try:
+        result = await _launch(api, caller, thread_id, plan, text, wait=False)
+    except BaseException as exc:
+        api.state.hub.unsubscribe(sub)
+        rec.finish("error", {"error": type(exc).__name__, "message": str(exc)})
+        raise
+    rec.status = "running"
+    if result is not None:  # finished at once (a cancel)
+        api.state.hub.unsubscribe(sub)
+        rec.finish("interrupted" if result.interrupted else "success")
+        return rec, None
+    return rec, sub
+
+
+async def _values(api: LangGraphAPI, thread_id: str, fmt: Format) -> dict[str, Any]:
+    current = await api.load(thread_id)
+    return values_json(current, fmt) if current is not None else {}
+
+
+# -- routes ------------------------------------------------------------------------------------
+
+
+def build_router(fmt: Format) -> APIRouter:
+    """The routes, with interrupts in ``fmt`` (``hitl`` or ``inbox``)."""
+    router = APIRouter()
+
+    @router.get("/ok", tags=["server"])
+    async def ok() -> dict[str, bool]:
+        return {"ok": True}
+
+    @router.get("/info", tags=["server"])
+    async def info(_: Caller) -> dict[str, Any]:
+        return {"version": f"interlock-{__version__}", "interrupt_format": fmt,
+                "flags": {"assistants": True, "crons": False, "langsmith": False}}
+
+    # assistants
+
+    @router.post("/assistants/search", tags=["assistants"])
+    async def search_assistants(api: API, _: Caller, body: AssistantSearch) -> JSONResponse:
+        a = api.assistant
+        found = a.to_json(api.state.agent)
+        keep = (body.graph_id in (None, a.graph_id)
+                and (body.name is None or body.name.lower() in a.graph_id.lower())
+                and all(found["metadata"].get(k) == v for k, v in (body.metadata or {}).items()))
+        items = [found] if keep else []
+        return JSONResponse(items[body.offset: body.offset + body.limit])
+
+    @router.get("/assistants/{assistant_id}", tags=["assistants"])
+    async def get_assistant(api: API, _: Caller, assistant_id: str) -> dict[str, Any]:
+        api.check_assistant(assistant_id)
+        return api.assistant.to_json(api.state.agent)
+
+    # threads
+
+    @router.post("/threads", tags=["threads"])
+    async def create_thread(api: API, _: Caller, body: ThreadCreate) -> dict[str, Any]:
+        thread_id = body.thread_id or str(uuid.uuid4())
+        current = await api.load(thread_id)
+        if current is not None:
+            if body.if_exists == "do_nothing":
+                return thread_json(current, fmt, api.assistant)
+            raise ApiError(409, "ThreadExists",
+                           f"Thread {thread_id!r} already exists; pass if_exists='do_nothing' "
+                           f"to get it, or use another thread_id.")
+        return new_thread_json(thread_id, api.remember_new(thread_id), api.assistant)
+
+    @router.post("/threads/search", tags=["threads"])
+    async def search_threads(api: API, _: Caller, body: ThreadSearch) -> JSONResponse:
+        return JSONResponse(await _search(api, body, fmt))
+
+    @router.get("/threads/{thread_id}", tags=["threads"])
+    async def get_thread(api: API, _: Caller, thread_id: str) -> dict[str, Any]:
+        current = await api.load(thread_id)
+        if current is not None:
+            return thread_json(current, fmt, api.assistant)
+        if thread_id in api.new_threads:
+            return new_thread_json(thread_id, api.new_threads[thread_id], api.assistant)
+        raise ThreadNotFound(thread_id)
+
+    @router.get("/threads/{thread_id}/state", tags=["threads"])
+    async def get_thread_state(api: API, _: Caller, thread_id: str) -> dict[str, Any]:
+        current = await api.load(thread_id)
+        if current is not None:
+            return state_json(current, fmt)
+        if thread_id in api.new_threads:
+            return empty_state_json(thread_id, api.new_threads[thread_id])
+        raise ThreadNotFound(thread_id)
+
+    @router.post("/threads/{thread_id}/history", tags=["threads"])
+    async def thread_history(api: API, _: Caller, thread_id: str,
+                             body: History | None = None) -> JSONResponse:
+        current = await api.load(thread_id)
+        if current is None and thread_id not in api.new_threads:
+            raise ThreadNotFound(thread_id)
+        return JSONResponse([state_json(current, fmt)] if current is not None else [])
+
+    @router.post("/threads/{thread_id}/state", tags=["threads"])
+    async def update_thread_state(api: API, caller: Caller, thread_id: str,
+                                  body: StateUpdate) -> dict[str, Any]:
+        if body.as_node != "__end__" or body.values is not None:
+            raise _unsupported(
+                "UnsupportedStateUpdate",
+                "interlock's thread state changes only through runs and decisions; the one "
+                "supported update is values=None with as_node='__end__' (Agent Inbox's "
+                "'mark as resolved'), which cancels every pending call of the thread.")
+        result = await cancel_thread(api.state, caller, thread_id, RESOLVE_REASON)
+        current = await api.state.agent.aget_thread(result.thread_id)
+        return {"checkpoint": state_json(current, fmt)["checkpoint"]}
+
+    # runs
+
+    async def _create(request: Request, api: LangGraphAPI, caller: Identity,
+                      thread_id: str, body: RunCreate, explicit: bool) -> JSONResponse:
+        rec, sub = await _start(api, caller, thread_id, body, explicit)
+        if sub is not None:
+            api.runs.follow(rec, sub, api.state, api.loader(thread_id))
+        return JSONResponse(rec.to_json(), headers=_run_location(request, rec))
+
+    async def _wait(request: Request, api: LangGraphAPI, caller: Identity, thread_id: str,
+                    body: RunCreate, explicit: bool) -> JSONResponse:
+        plan, text = await _plan(api, thread_id, body, explicit)
+        rec = api.runs.new(thread_id, api.assistant, body.metadata)
+        try:
+            result = await _launch(api, caller, thread_id, plan, text, wait=True)
+        except BaseException as exc:
+            rec.finish("error", {"error": type(exc).__name__, "message": str(exc)})
+            raise
+        rec.finish("interrupted" if result is not None and result.interrupted else "success")
+        return JSONResponse(await _values(api, thread_id, fmt),
+                            headers=_run_location(request, rec))
+
+    async def _stream(request: Request, api: LangGraphAPI, caller: Identity, thread_id: str,
+                      body: RunCreate, explicit: bool) -> StreamingResponse:
+        modes = _modes(body.stream_mode)
+        rec, sub = await _start(api, caller, thread_id, body, explicit)
+        state = api.state
+        ctx = StreamContext(rec, api.assistant, fmt, modes, api.loader(thread_id))
+        return StreamingResponse(
+            stream_run(ctx, sub, state, state.sse_keepalive), media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no",
+                     **_run_location(request, rec)})
+
+    @router.post("/threads/{thread_id}/runs", tags=["runs"])
+    async def create_run(request: Request, api: API, caller: Caller, thread_id: str,
+                         body: RunCreate) -> JSONResponse:
+        return await _create(request, api, caller, thread_id, body, True)
+
+    @router.post("/threads/{thread_id}/runs/wait", tags=["runs"])
+    async def wait_run(request: Request, api: API, caller: Caller, thread_id: str,
+                       body: RunCreate) -> JSONResponse:
+        return await _wait(request, api, caller, thread_id, body, True)
+
+    @router.post("/threads/{thread_id}/runs/stream", tags=["runs"],
+                 response_class=StreamingResponse)
+    async def stream_thread_run(request: Request, api: API, caller: Caller, thread_id: str,
+                                body: RunCreate) -> StreamingResponse:
+        return await _stream(request, api, caller, thread_id, body, True)
+
+    @router.post("/runs", tags=["runs"])
+    async def create_stateless_run(request: Request, api: API, caller: Caller,
+                                   body: RunCreate) -> JSONResponse:
+        return await _create(request, api, caller, str(uuid.uuid4()), body, False)
+
+    @router.post("/runs/wait", tags=["runs"])
+    async def wait_stateless_run(request: Request, api: API, caller: Caller,
+                                 body: RunCreate) -> JSONResponse:
+        return await _wait(request, api, caller, str(uuid.uuid4()), body, False)
+
+    @router.post("/runs/stream", tags=["runs"], response_class=StreamingResponse)
+    async def stream_stateless_run(request: Request, api: API, caller: Caller,
+                                   body: RunCreate) -> StreamingResponse:
+        return await _stream(request, api, caller, str(uuid.uuid4()), body, False)
+
+    @router.get("/threads/{thread_id}/runs", tags=["runs"])
+    async def list_runs(api: API, _: Caller, thread_id: str) -> JSONResponse:
+        return JSONResponse([r.to_json() for r in api.runs.of_thread(thread_id)])
+
+    def _run(api: LangGraphAPI, thread_id: str, run_id: str) -> RunRecord:
+        rec = api.runs.get(thread_id, run_id)
+        if rec is None:
+            raise ApiError(404, "NotFound",
+                           f"Run {run_id!r} of thread {thread_id!r} is not known to this "
+                           f"server process (runs are kept in memory; read the thread instead).")
+        return rec
+
+    @router.get("/threads/{thread_id}/runs/{run_id}", tags=["runs"])
+    async def get_run(api: API, _: Caller, thread_id: str, run_id: str) -> dict[str, Any]:
+        return _run(api, thread_id, run_id).to_json()
+
+    @router.get("/threads/{thread_id}/runs/{run_id}/join", tags=["runs"])
+    async def join_run(api: API, _: Caller, thread_id: str, run_id: str) -> JSONResponse:
+        rec = _run(api, thread_id, run_id)
+        await rec.done.wait()
+        return JSONResponse(await _values(api, thread_id, fmt))
+
+    return router
+
+
+async def _search(api: LangGraphAPI, body: ThreadSearch, fmt: Format) -> list[dict[str, Any]]:
+    if body.values:
+        raise _unsupported("UnsupportedFilter",
+                           "Searching threads by 'values' is not supported; filter by status, "
+                           "metadata (graph_id / assistant_id) or ids.")
+    if body.sort_by not in (None, "updated_at") or body.sort_order not in (None, "desc"):
+        raise _unsupported("UnsupportedSort",
+                           "Threads are listed most recently updated first only "
+                           "(sort_by='updated_at', sort_order='desc').")
+    meta = api.assistant.metadata()
+    if any(meta.get(k) != v for k, v in (body.metadata or {}).items()):
+        return []
+    wanted = STATUSES_FOR[body.status] if body.status else None
+    end = body.offset + body.limit
+    found: list[tuple[datetime, dict[str, Any]]] = []
+    if body.ids is not None:
+        for tid in dict.fromkeys(body.ids):
+            current = await api.load(tid)
+            if current is not None and (wanted is None or current.status in wanted):
+                found.append((current.updated_at, thread_json(current, fmt, api.assistant)))
+    else:
+        rows = []
+        for status in wanted or (None,):
+            rows += await api.state.agent.alist_threads(status=status, limit=end)
+        rows.sort(key=lambda r: r.updated_at, reverse=True)
+        for r in rows[:end]:
+            current = await api.load(r.thread_id)
+            if current is not None:
+                found.append((current.updated_at, thread_json(current, fmt, api.assistant)))
+    if wanted is None or "idle" in wanted:
+        ids = set(body.ids) if body.ids is not None else None
+        found += [(t, new_thread_json(tid, t, api.assistant))
+                  for tid, t in api.new_threads.items() if ids is None or tid in ids]
+    found.sort(key=lambda item: item[0], reverse=True)
+    return [thread for _, thread in found[body.offset:end]]
+
