@@ -98,6 +98,9 @@ async def test_refused_resumes_change_nothing() -> None:
         await refused({"input": {"messages": [{"role": "user", "content": "again"}]}}, 409,
                       "ThreadInterrupted")
         await refused({"input": {"foo": 1}}, 422, "UnsupportedInput")
+        await refused({"command": {"resume": {ids[0]: {"type": "response",
+                                                       "args": "x" * 64_001}}}},
+                      422, "LimitExceeded", "max_message_chars")
         r = await c.post(url + "/stream", headers=h, json={
             "assistant_id": "agent", "stream_mode": "messages",
             "command": {"resume": {"decisions": [{"type": "approve"}] * 2}}})

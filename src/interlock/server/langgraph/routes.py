@@ -99,7 +99,7 @@ async def lg_caller(request: Request, state: State) -> Identity:
     if not token:
         scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
         token = credentials if scheme.lower() == "bearer" else None
-    return caller_for(state, token,
+    return caller_for(request, state, token,
                       how="'x-api-key: <token>' or 'Authorization: Bearer <token>'")
 
 
@@ -229,9 +229,24 @@ async def _plan(api: LangGraphAPI, thread_id: str, body: RunCreate,
     return None, _input_text(thread_id, body.input)
 
 
+def _check_sizes(state: ServerState, plan: Plan | None, text: str | None) -> None:
+    """The server's size limits, as on ``/api`` (422 naming the limit; nothing stored)."""
+    limits = state.limits
+    if plan is None:
+        limits.text("input.messages.0.content", text)
+    elif plan.kind == "answer":
+        limits.json_value("command.resume", plan.value, "max_answer_bytes",
+                          limits.max_answer_bytes)
+    elif plan.kind == "decide":
+        d = plan.decisions
+        limits.decisions(d["decisions"] if isinstance(d, dict) and set(d) == {"decisions"}
+                         else d)
+
+
 async def _launch(api: LangGraphAPI, caller: Identity, thread_id: str, plan: Plan | None,
                   text: str | None, *, wait: bool) -> RunResult | None:
     state = api.state
+    _check_sizes(state, plan, text)
     if plan is None:
         assert text is not None
         result = await state.runner.start(thread_id, text, wait=wait)
