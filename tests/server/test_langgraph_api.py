@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from interlock import MemoryCheckpointer
+from interlock import Agent, HumanInTheLoop, MemoryCheckpointer, ScriptedModel
 
 from .conftest import ALICE, TOKENS, bearer, running
-from .server_agents import EXECUTED, make_agent
+from .server_agents import EXECUTED, TOOLS, make_agent, script
 
 pytestmark = pytest.mark.anyio
 
@@ -116,3 +116,23 @@ async def test_refused_resumes_change_nothing() -> None:
             "command": {"resume": {"decisions": [{"type": "approve"}, {"type": "reject"}]}}})
         assert r.status_code == 200 and "__interrupt__" not in r.json()
         assert [name for name, _ in EXECUTED] == ["execute_sql"]
+
+
+async def test_per_call_requests_answered_in_one_resume() -> None:
+    """With one review request per call (``interrupt_mode="per_call"``), the calls of several
+    requests are answered together, keyed by their interrupt ids."""
+    EXECUTED.clear()
+    agent = Agent(model=ScriptedModel(script), tools=TOOLS, checkpointer=MemoryCheckpointer(),
+                  middleware=[HumanInTheLoop(interrupt_on={"execute_sql": True,
+                                                           "write_file": True},
+                                             interrupt_mode="per_call")])
+    async with running(agent, langgraph_api=True) as s:
+        tid, pending = await _paused(s.client, {}, "multi")
+        assert len({i.id for i in (await agent.aget_thread(tid)).interrupts}) == 2
+        r = await s.client.post(f"/langgraph/threads/{tid}/runs/wait", json={
+            "assistant_id": "agent", "command": {"resume": {
+                pending[0]["id"]: {"type": "approve"},
+                pending[1]["id"]: {"type": "reject", "message": "no"}}}})
+        assert r.status_code == 200, r.text
+        assert "__interrupt__" not in r.json()
+        assert EXECUTED == [("execute_sql", {"query": "SELECT 1"})]

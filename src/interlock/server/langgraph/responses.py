@@ -122,12 +122,11 @@ def _keyed(agent: Agent, tid: str, entries: list[Pending], by_id: dict[str, Pend
         p = by_id[key]
         (calls if p.action is not None else questions).append((p, value))
     kinds = sum(1 for group in (calls, questions, whole) if group)
-    targets = {p.interrupt.id for p, _ in calls} | {k for k, _ in whole}
-    if kinds > 1 or len(questions) > 1 or len(whole) > 1 or len(targets) > 1:
+    if kinds > 1 or len(questions) > 1 or len(whole) > 1:
         raise InvalidDecision(
-            tid, f"this resume answers {len(resume)} interrupts of different kinds or requests "
-            f"({', '.join(resume)}); answer review calls of one request together, and each "
-            f"question in a run of its own. Pending: {_listing(entries)}.")
+            tid, f"this resume answers {len(resume)} interrupts of different kinds "
+            f"({', '.join(resume)}); answer pending calls together, and each question or "
+            f"whole request in a run of its own. Pending: {_listing(entries)}.")
     if whole:
         key, value = whole[0]
         return Plan("decide", interrupt_id=key, decisions=value, answered=[key])
@@ -159,8 +158,11 @@ def _decide(agent: Agent, tid: str, pairs: list[tuple[Pending, Any]]) -> Plan:
     for p, response in pairs:
         assert p.action is not None
         decisions[p.action.tool_call_id] = to_decision(agent, tid, p, response)
-    return Plan("decide", interrupt_id=pairs[0][0].interrupt.id, decisions=decisions,
-                answered=[p.lg_id for p, _ in pairs])
+    requests = {p.interrupt.id for p, _ in pairs}
+    # calls of several review requests (``interrupt_mode="per_call"``): the core finds each
+    # call's request from its tool_call_id
+    return Plan("decide", interrupt_id=requests.pop() if len(requests) == 1 else None,
+                decisions=decisions, answered=[p.lg_id for p, _ in pairs])
 
 
 def to_decision(agent: Agent, tid: str, p: Pending, response: Any) -> Any:
