@@ -36,6 +36,9 @@ async def test_tokens_in_either_header_and_the_inbox_origin() -> None:
                              headers={"x-api-key": ALICE})).status_code == 200
         assert (await c.post("/langgraph/threads/search", json={},
                              headers=bearer(ALICE))).status_code == 200
+        r = await c.post("/langgraph/threads", json={"thread_id": "a/b"},
+                         headers={"x-api-key": ALICE})
+        assert r.status_code == 422 and r.json()["error"] == "InvalidText"
         r = await c.post("/langgraph/threads/search", json={})
         assert r.status_code == 401 and "x-api-key" in r.json()["message"]
         assert r.headers["www-authenticate"].startswith("Bearer")

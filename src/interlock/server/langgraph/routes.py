@@ -15,6 +15,7 @@ from ... import __version__
 from ...agent import ThreadState
 from ...errors import ThreadNotFound
 from ...result import RunResult
+from ...text import check_thread_id
 from ..api import caller_for, cancel_thread
 from ..auth import Identity
 from ..errors import ApiError
@@ -329,6 +330,7 @@ def build_router(fmt: Format) -> APIRouter:
     @router.post("/threads", tags=["threads"])
     async def create_thread(api: API, _: Caller, body: ThreadCreate) -> dict[str, Any]:
         thread_id = body.thread_id or str(uuid.uuid4())
+        check_thread_id(thread_id)  # as the core checks it when the first run stores it
         current = await api.load(thread_id)
         if current is not None:
             if body.if_exists == "do_nothing":
