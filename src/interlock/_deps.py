@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from ._snapshots import SnapshotCache
 from .middleware import BoundMiddleware, ToolCallHandler
 from .models.base import Model
 from .tools import Tool
@@ -28,6 +29,8 @@ class RunDeps:
     owner: str
     tool_grace: timedelta
     """How long a cancelled run waits for a tool that is still running (see docs)."""
+    snapshots: SnapshotCache | None = None
+    """Message prefixes of recently used threads (a continued thread reads only what is new)."""
 
     def allows_approve(self, tool_name: str) -> bool:
         """Whether every middleware lets ``tool_name`` be approved (for cross-tool edits)."""

@@ -45,7 +45,7 @@ async def perform(
     if not isinstance(thread_id, str) or not thread_id:
         raise ConfigurationError("thread_id must be a non-empty string.")
     txn = ThreadTxn(store, thread_id, Lease(deps.owner, deps.lease, deps.clock), sink=sink,
-                    on_stored=on_stored)
+                    on_stored=on_stored, snapshots=deps.snapshots)
     with local_run(thread_id):
         try:
             return await step(txn)

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from ._notices import outbox_events
+from ._snapshots import SnapshotCache
 from ._summary import summary_updates
 from ._texts import SYSTEM, digest, public_interrupt
 from .audit import GENESIS, AuditKind, make_record
@@ -75,8 +76,10 @@ class ThreadTxn:
     def __init__(
         self, store: Checkpointer, thread_id: str, lease: Lease, *, sink: Sink | None = None,
         on_stored: Callable[[], None] | None = None,
+        snapshots: SnapshotCache | None = None,
     ) -> None:
         self.store = store
+        self.snapshots = snapshots
         self.thread_id = thread_id
         self.lease = lease
         self.sink = sink
@@ -142,7 +145,10 @@ class ThreadTxn:
             if create:
                 check_thread_id(self.thread_id)
             raise ThreadNotFound(self.thread_id)
-        snap = await self.store.load(self.thread_id)
+        if self.snapshots is not None:
+            snap = await self.snapshots.load(self.store, self.thread_id)
+        else:
+            snap = await self.store.load(self.thread_id)
         if snap is None:
             if not create:
                 raise ThreadNotFound(self.thread_id)
@@ -157,6 +163,8 @@ class ThreadTxn:
         self.snap = snap
         self.version = snap.thread.version
         self._stored = snap.thread
+        if self.snapshots is not None:
+            self.snapshots.remember(snap.thread, snap.messages)
         t = snap.thread
         if t.status == "running":
             owner = t.lease_owner
@@ -250,6 +258,8 @@ class ThreadTxn:
         self.version = new.version
         self._stored = new
         self.holding = hold_lease
+        if self.snapshots is not None:
+            self.snapshots.remember(new, self.s.messages)
         self._messages = []
         self._journal = {}
         self._audit = []

@@ -14,6 +14,7 @@ from ._decide import ResumeSpec
 from ._deps import RunDeps
 from ._engine import Step, T, perform
 from ._execute import build_tool_handler
+from ._snapshots import DEFAULT_THREADS, SnapshotCache
 from ._sync import iterate_blocking, run_blocking
 from ._texts import public_interrupt
 from ._txn import Sink, ThreadTxn
@@ -126,6 +127,8 @@ class Agent:
     All configuration is keyword-only. ``checkpointer`` defaults to an in-memory store (not
     durable; logged). Every public method has an async form (``ainvoke``) and a sync form
     (``invoke``) that runs the same code; the sync form refuses to run inside an event loop.
+    ``cached_threads``: how many threads' messages this process keeps after using them, so
+    that continuing one of them reads only its new messages from the store (0: off).
     """
 
     def __init__(
@@ -141,6 +144,7 @@ class Agent:
         tool_grace: timedelta = timedelta(seconds=30),
         clock: Callable[[], datetime] | None = None,
         name: str = "agent",
+        cached_threads: int = DEFAULT_THREADS,
     ) -> None:
         self.model = resolve_model(model)
         self.tools: list[Tool]
@@ -174,6 +178,9 @@ class Agent:
         self.name = name
         self.owner = process_owner()
         self.tool_handler = build_tool_handler(self._bound)
+        if cached_threads < 0:
+            raise ConfigurationError("cached_threads must not be negative (0 turns the cache off).")
+        self._snapshots = SnapshotCache(cached_threads)
 
     def __repr__(self) -> str:
         return (
@@ -193,6 +200,7 @@ class Agent:
             middleware=self._bound, tool_handler=self.tool_handler,
             system_prompt=self.system_prompt, max_turns=self.max_turns, lease=self.lease,
             clock=self.clock, owner=self.owner, tool_grace=self.tool_grace,
+            snapshots=self._snapshots,
         )
 
     async def _perform(

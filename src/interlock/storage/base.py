@@ -350,8 +350,9 @@ class VersionConflict(ConcurrencyError):
 class Checkpointer(Protocol):
     """Durable store of threads. Implemented by memory, SQLite and Postgres backends."""
 
-    async def load(self, thread_id: str) -> ThreadSnapshot | None:
-        """Thread row, all messages and the journal rows of the open turn; None if unknown."""
+    async def load(self, thread_id: str, *, after_seq: int = 0) -> ThreadSnapshot | None:
+        """Thread row, its messages from ``seq`` ``after_seq`` on (all of them by default) and
+        the journal rows of the open turn; None if unknown. One consistent snapshot."""
         ...
 
     async def commit(self, change: Commit, *, expected_version: int | None) -> None:

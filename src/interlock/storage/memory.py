@@ -63,12 +63,12 @@ class MemoryCheckpointer:
     def __repr__(self) -> str:
         return f"MemoryCheckpointer(threads={len(self._threads)}, not durable)"
 
-    async def load(self, thread_id: str) -> ThreadSnapshot | None:
+    async def load(self, thread_id: str, *, after_seq: int = 0) -> ThreadSnapshot | None:
         stored = self._threads.get(thread_id)
         if stored is None:
             return None
         with self._lock:
-            row, messages_raw = stored.row, list(stored.messages)
+            row, messages_raw = stored.row, stored.messages[after_seq:]
             journal_raw = list(stored.journal)
         thread = ThreadRecord.model_validate_json(row)
         messages: list[Message] = [MESSAGE_ADAPTER.validate_json(m) for m in messages_raw]

@@ -446,7 +446,7 @@ class PostgresCheckpointer:
 
     # -- protocol ---------------------------------------------------------------------------
 
-    async def load(self, thread_id: str) -> ThreadSnapshot | None:
+    async def load(self, thread_id: str, *, after_seq: int = 0) -> ThreadSnapshot | None:
         q = self._sql
         if "\x00" in thread_id:  # Postgres text cannot hold NUL: no such thread exists
             return None
@@ -455,7 +455,8 @@ class PostgresCheckpointer:
             # one statement, so one snapshot: the row, the messages and the open turn's
             # journal, in one round trip
             rows = self._read(f"loading thread {thread_id!r}",
-                              lambda conn: conn.execute(q.load, {"id": thread_id}).fetchall())
+                              lambda conn: conn.execute(
+                                  q.load, {"id": thread_id, "after": after_seq}).fetchall())
             if not rows or rows[0][0] != 0:
                 return None
             thread = ThreadRecord.model_validate_json(rows[0][2])
@@ -705,6 +706,7 @@ class _Statements:
             "SELECT 0, 0, data FROM {s}.interlock_threads WHERE thread_id = %(id)s "
             "UNION ALL "
             "SELECT 1, seq, data FROM {s}.interlock_messages WHERE thread_id = %(id)s "
+            "AND seq >= %(after)s "
             "UNION ALL "
             "SELECT 2, j.position, j.data FROM {s}.interlock_journal j "
             "JOIN {s}.interlock_threads t ON t.thread_id = j.thread_id "

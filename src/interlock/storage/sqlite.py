@@ -285,7 +285,7 @@ class SqliteCheckpointer:
 
     # -- protocol ---------------------------------------------------------------------------
 
-    async def load(self, thread_id: str) -> ThreadSnapshot | None:
+    async def load(self, thread_id: str, *, after_seq: int = 0) -> ThreadSnapshot | None:
         def q(conn: sqlite3.Connection) -> ThreadSnapshot | None:
             conn.execute("BEGIN")
             try:
@@ -298,8 +298,9 @@ class SqliteCheckpointer:
                 messages: list[Message] = [
                     MESSAGE_ADAPTER.validate_json(r[0])
                     for r in conn.execute(
-                        "SELECT data FROM interlock_messages WHERE thread_id=? ORDER BY seq",
-                        (thread_id,),
+                        "SELECT data FROM interlock_messages WHERE thread_id=? AND seq>=? "
+                        "ORDER BY seq",
+                        (thread_id, after_seq),
                     )
                 ]
                 journal: dict[str, JournalEntry] = {}
