@@ -28,9 +28,9 @@ class CountingStore:
         self.loaded: list[str] = []
         self.listings = 0
 
-    async def load(self, thread_id: str) -> ThreadSnapshot | None:
+    async def load(self, thread_id: str, *, after_seq: int = 0) -> ThreadSnapshot | None:
         self.loaded.append(thread_id)
-        return await self.inner.load(thread_id)
+        return await self.inner.load(thread_id, after_seq=after_seq)
 
     async def list_threads(self, **kw: Any) -> Any:
         self.listings += 1

@@ -82,8 +82,8 @@ class KillAfterCommit:
         if self._matches(change):
             die()
 
-    async def load(self, thread_id: str) -> ThreadSnapshot | None:
-        return await self.inner.load(thread_id)
+    async def load(self, thread_id: str, *, after_seq: int = 0) -> ThreadSnapshot | None:
+        return await self.inner.load(thread_id, after_seq=after_seq)
 
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None

@@ -346,8 +346,8 @@ class _SlowLoads:
         self.barrier: asyncio.Barrier | None = None
         self.parties = parties
 
-    async def load(self, thread_id: str) -> ThreadSnapshot | None:
-        snap = await self.inner.load(thread_id)
+    async def load(self, thread_id: str, *, after_seq: int = 0) -> ThreadSnapshot | None:
+        snap = await self.inner.load(thread_id, after_seq=after_seq)
         if self.barrier is not None:
             await asyncio.wait_for(self.barrier.wait(), 10)
         return snap  # type: ignore[no-any-return]
