@@ -52,10 +52,14 @@ def test_feed_starts_now_and_returns_changes_in_commit_order(stores: StoreFactor
     run(create(store, "b"))
     a2 = run(append(store, a, status="interrupted"))
     seen, cursor = run(drain(store, start.cursor, expect=2))
-    # "before" is older than the cursor; "a" changed twice and comes back once, at its latest
-    # version, in the place of its latest change
-    assert [(t.thread_id, t.version, t.status) for t in seen] == [
+    # "a" changed twice and comes back once, at its latest version, in the place of its
+    # latest change. "before" was committed before the cursor; Postgres may still return it
+    # (a feed that starts "now" errs on the side of repeating, never of skipping: rows newer
+    # than the oldest transaction still running on the server are read again)
+    assert [(t.thread_id, t.version, t.status) for t in seen if t.thread_id != "before"] == [
         ("b", 1, "idle"), ("a", 2, "interrupted")]
+    if stores.kind != "postgres":
+        assert "before" not in [t.thread_id for t in seen]
     again = run(store.changes(after=cursor))
     assert again.threads == []
     run(append(store, a2, status="completed"))
