@@ -349,3 +349,33 @@ def test_interlock_recover_continues_the_threads_of_a_dead_process(env: dict[str
     assert counter(env) == ["start 1", "start 1", "done 1"]  # "other" ran; "t" did not again
     again = recover()
     assert again.returncode == 0 and "No thread needed recovery." in again.stdout
+
+
+def test_a_sync_tool_outliving_tool_grace_keeps_the_thread_until_its_result_is_stored(
+    env: dict[str, str],
+) -> None:
+    agent = parent_agent(env, tool_grace=timedelta(seconds=0.3))
+
+    async def go() -> tuple[float, str]:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(agent.ainvoke("go", thread_id="t"), 0.2)
+        waited = time.monotonic() - started
+        # the run gave up waiting, but the tool still runs: the thread stays owned here
+        with pytest.raises(ThreadBusy) as busy:
+            await agent.arecover("t")
+        assert busy.value.here
+        while counter(env) != ["start 1", "done 1"]:
+            await asyncio.sleep(0.05)
+        for _ in range(100):  # the result is stored as soon as the tool ends
+            if (await agent.aget_thread("t")).status == "failed":
+                break
+            await asyncio.sleep(0.05)
+        return waited, (await agent.aget_thread("t")).status
+
+    waited, status = asyncio.run(go())
+    assert waited < 1.5  # bounded by tool_grace, not by the 2 s tool
+    assert status == "failed"
+    assert_ran_once_and_succeeded(agent, env, "t")
+    assert agent.recover("t").status == "completed"
+    assert_ran_once_and_succeeded(agent, env, "t")
