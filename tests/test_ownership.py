@@ -365,9 +365,11 @@ def test_a_sync_tool_outliving_tool_grace_keeps_the_thread_until_its_result_is_s
         with pytest.raises(ThreadBusy) as busy:
             await agent.arecover("t")
         assert busy.value.here
-        while counter(env) != ["start 1", "done 1"]:
+        for _ in range(200):  # the tool ends, and its result is stored right after
+            if counter(env) == ["start 1", "done 1"]:
+                break
             await asyncio.sleep(0.05)
-        for _ in range(100):  # the result is stored as soon as the tool ends
+        for _ in range(100):
             if (await agent.aget_thread("t")).status == "failed":
                 break
             await asyncio.sleep(0.05)
