@@ -380,12 +380,19 @@ class Agent:
 
     async def alist_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
-        before_id: str | None = None,
+        before_id: str | None = None, search: str | None = None,
     ) -> list[ThreadRecord]:
         """Threads, newest first; page with ``before`` / ``before_id`` = the last row's
-        ``updated_at`` / ``thread_id`` (see :mod:`interlock.paging`)."""
+        ``updated_at`` / ``thread_id`` (see :mod:`interlock.paging`). ``search``: only threads
+        whose id, latest message preview or pending requests (tool names, arguments,
+        questions) contain this text, ignoring case."""
         return await self.checkpointer.list_threads(status=status, limit=limit, before=before,
-                                                    before_id=before_id)
+                                                    before_id=before_id, search=search)
+
+    async def acount_threads(self, *, status: str | None = None,
+                             search: str | None = None) -> int:
+        """How many threads :meth:`alist_threads` lists with these filters."""
+        return await self.checkpointer.count_threads(status=status, search=search)
 
     async def aiter_threads(self, *, status: str | None = None,
                             page: int = 200) -> AsyncIterator[ThreadRecord]:
@@ -477,9 +484,15 @@ class Agent:
 
     def list_threads(self, *, status: str | None = None, limit: int = 50,
                      before: datetime | None = None,
-                     before_id: str | None = None) -> list[ThreadRecord]:
+                     before_id: str | None = None,
+                     search: str | None = None) -> list[ThreadRecord]:
         return run_blocking(self.alist_threads(status=status, limit=limit, before=before,
-                                               before_id=before_id), "list_threads")
+                                               before_id=before_id, search=search),
+                            "list_threads")
+
+    def count_threads(self, *, status: str | None = None, search: str | None = None) -> int:
+        """Sync form of :meth:`acount_threads`."""
+        return run_blocking(self.acount_threads(status=status, search=search), "count_threads")
 
     def iter_threads(self, *, status: str | None = None, page: int = 200,
                      ) -> Iterator[ThreadRecord]:

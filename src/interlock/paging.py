@@ -32,13 +32,15 @@ Lister = Callable[..., Awaitable[list[ThreadRecord]]]
 
 
 async def thread_page(
-    list_threads: Lister, *, status: str | None, limit: int, cursor: Cursor | None
+    list_threads: Lister, *, status: str | None, limit: int, cursor: Cursor | None,
+    search: str | None = None,
 ) -> tuple[list[ThreadRecord], Cursor | None]:
     """One page of at most ``limit`` threads and the cursor of the next page (None: last)."""
     rows = await list_threads(
         status=status, limit=limit + 1,
         before=cursor.updated_at if cursor else None,
         before_id=cursor.thread_id if cursor else None,
+        **({"search": search} if search else {}),
     )
     page = rows[:limit]
     return page, (Cursor.after(page[-1]) if len(rows) > limit and page else None)

@@ -382,7 +382,16 @@ def test_a_thousand_pending_requests_stay_fast(browser: Browser, tmp_path: Path)
         assert rows < 60  # virtualised: only the visible rows exist
         assert ready < 3000
         expect(page.locator(".row").first).to_have_attribute("data-thread-id", "bulk-0999")
+        # the list pages on scroll: the end of the first page brings the next one
         page.locator("#list").evaluate("el => { el.scrollTop = el.scrollHeight; }")
+        deadline = time.monotonic() + 15
+        while page.locator("#list-spacer").evaluate("el => el.offsetHeight") <= 100 * 78:
+            assert time.monotonic() < deadline, "scrolling to the end loaded no next page"
+            page.wait_for_timeout(50)
+        # the oldest request is found by the server's search, not by scrolling to it
+        page.locator("#list").evaluate("el => { el.scrollTop = 0; }")
+        page.locator("#search").fill("bulk-0000")
+        expect(page.locator("#list-count")).to_have_text("1 matching pending request")
         expect(page.locator('.row[data-thread-id="bulk-0000"]')).to_be_visible()
         t0 = time.perf_counter()
         page.locator("#search").fill("id = 123")

@@ -163,18 +163,26 @@ async def list_threads(
     before_id: Annotated[str | None, Query(
         description="With before: the previous page's next_before_id, so that threads with "
         "the same updated_at are neither skipped nor repeated.")] = None,
+    q: Annotated[str | None, Query(
+        max_length=200, description="Only threads whose id, latest message or pending "
+        "requests (tool names, arguments, questions) contain this text, ignoring case.")] = None,
+    count: Annotated[bool, Query(
+        description="Also return how many threads match (total).")] = False,
 ) -> ThreadList:
     """Threads, most recently updated first."""
+    search = q.strip() if q and q.strip() else None
     cursor = Cursor(before, before_id) if before is not None and before_id is not None else None
     lister = state.agent.alist_threads
     if cursor is None and before is not None:  # a time alone: everything older than it
-        page = await lister(status=status, limit=limit + 1, before=before)
+        page = await lister(status=status, limit=limit + 1, before=before, search=search)
         rows, nxt = page[:limit], (Cursor.after(page[limit - 1]) if len(page) > limit else None)
     else:
-        rows, nxt = await thread_page(lister, status=status, limit=limit, cursor=cursor)
+        rows, nxt = await thread_page(lister, status=status, limit=limit, cursor=cursor,
+                                      search=search)
+    total = (await state.agent.acount_threads(status=status, search=search)) if count else None
     return ThreadList(threads=[thread_summary(r) for r in rows],
                       next_before=nxt.updated_at if nxt else None,
-                      next_before_id=nxt.thread_id if nxt else None)
+                      next_before_id=nxt.thread_id if nxt else None, total=total)
 
 
 @router.post("/threads", status_code=202, tags=["threads"],

@@ -142,6 +142,8 @@ class ThreadList(BaseModel):
     )
     next_before_id: str | None = Field(
         default=None, description="Pass as ?before_id= together with next_before.")
+    total: int | None = Field(
+        default=None, description="With ?count=true: how many threads match the filters.")
 
 
 class ToolInfo(BaseModel):

@@ -17,6 +17,7 @@ Every write is one atomic :meth:`Checkpointer.commit` guarded by the thread's ve
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -289,6 +290,36 @@ def review_deadline(thread: ThreadRecord) -> datetime | None:
     return earliest
 
 
+SEARCH_CHARS = 600
+"""Characters of a thread's search text (see :func:`search_text`) that stores keep."""
+
+
+def search_text(thread: ThreadRecord) -> str:
+    """What a text search of the thread list matches, lower-cased: the thread id, the preview
+    of its latest message, and for each pending request the tool names with their arguments
+    (as JSON) or the question. Stores keep it in a column next to the thread row, so a search
+    never loads or parses threads."""
+    parts = [thread.thread_id, thread.preview]
+    for intr in thread.pending:
+        value = intr.value
+        if intr.kind == "review":
+            actions = (value.get("action_requests") if isinstance(value, dict)
+                       else getattr(value, "action_requests", None)) or []
+            for a in actions:
+                name = a.get("name") if isinstance(a, dict) else getattr(a, "name", "")
+                args = a.get("args") if isinstance(a, dict) else getattr(a, "args", {})
+                parts.append(f"{name} {json.dumps(args, ensure_ascii=False, default=str)}")
+        else:
+            parts.append(value if isinstance(value, str)
+                         else json.dumps(value, ensure_ascii=False, default=str))
+    return " ".join(parts).lower()[:SEARCH_CHARS]
+
+
+def search_key(text: str) -> str:
+    """A search query as stores compare it with :func:`search_text` (a lower-cased substring)."""
+    return text.strip().lower()[:SEARCH_CHARS]
+
+
 def thread_json(thread: ThreadRecord) -> str:
     """How a thread row is stored: fields at their default are left out (reading fills them
     in again)."""
@@ -362,14 +393,21 @@ class Checkpointer(Protocol):
 
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
-        before_id: str | None = None,
+        before_id: str | None = None, search: str | None = None,
     ) -> list[ThreadRecord]:
-        """Threads, newest first by ``(updated_at, thread_id)``, optionally filtered by status.
+        """Threads, newest first by ``(updated_at, thread_id)``, optionally filtered by status
+        and by ``search``, a case-insensitive substring of :func:`search_text`.
 
         ``before`` alone: only threads with ``updated_at < before``. With ``before_id``: only
         threads strictly before the cursor ``(before, before_id)`` in that order, so that a page
         boundary between threads with the same ``updated_at`` skips none of them (see
         :mod:`interlock.paging`)."""
+        ...
+
+    async def count_threads(self, *, status: str | None = None,
+                            search: str | None = None) -> int:
+        """How many threads :meth:`list_threads` would list with these filters, from the
+        stored columns (no thread is loaded)."""
         ...
 
     async def journal(self, thread_id: str) -> list[JournalEntry]:

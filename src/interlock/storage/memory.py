@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -21,6 +22,8 @@ from .base import (
     audit_json,
     journal_json,
     review_deadline,
+    search_key,
+    search_text,
     thread_json,
 )
 
@@ -28,11 +31,15 @@ from .base import (
 class _Stored:
     """One thread as a database would hold it: serialised rows, one object per thread."""
 
-    __slots__ = ("journal", "messages", "row", "version")
+    __slots__ = ("journal", "key", "messages", "row", "search", "status", "version")
 
     def __init__(self, row: str, version: int) -> None:
         self.row = row
         self.version = version
+        self.status = ""
+        self.key: tuple[datetime, str] = (datetime.min, "")
+        """``(updated_at, thread_id)``: the listing order, as a database index would hold it."""
+        self.search = ""
         self.messages: list[str] = []
         self.journal: list[tuple[str, int, str]] = []
         """(tool call id, turn, row), in insertion order; the turn is the index a database
@@ -86,6 +93,7 @@ class MemoryCheckpointer:
         messages = [message_to_json(m) for m in change.messages]
         journal = [(e.tool_call_id, e.turn, journal_json(e)) for e in change.journal]
         outbox = list(change.outbox)
+        search = search_text(change.thread)
         with self._lock:
             stored = self._threads.get(tid)
             if expected_version is None:
@@ -96,6 +104,9 @@ class MemoryCheckpointer:
                 raise VersionConflict(tid, expected_version)
             stored.row = row
             stored.version = change.thread.version
+            stored.status = change.thread.status
+            stored.key = (change.thread.updated_at, tid)
+            stored.search = search
             stored.messages.extend(messages)
             rows = stored.journal
             for item in journal:
@@ -118,17 +129,28 @@ class MemoryCheckpointer:
 
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
-        before_id: str | None = None,
+        before_id: str | None = None, search: str | None = None,
     ) -> list[ThreadRecord]:
-        rows = [ThreadRecord.model_validate_json(t.row) for t in list(self._threads.values())]
+        rows = self._matching(status, search)
+        if before is not None and before_id is not None:
+            rows = [r for r in rows if r.key < (before, before_id)]
+        elif before is not None:
+            rows = [r for r in rows if r.key[0] < before]
+        page = heapq.nlargest(limit, rows, key=lambda r: r.key)
+        return [ThreadRecord.model_validate_json(r.row) for r in page]
+
+    async def count_threads(self, *, status: str | None = None,
+                            search: str | None = None) -> int:
+        return len(self._matching(status, search))
+
+    def _matching(self, status: str | None, search: str | None) -> list[_Stored]:
+        rows = list(self._threads.values())
         if status is not None:
             rows = [r for r in rows if r.status == status]
-        if before is not None and before_id is not None:
-            rows = [r for r in rows if (r.updated_at, r.thread_id) < (before, before_id)]
-        elif before is not None:
-            rows = [r for r in rows if r.updated_at < before]
-        rows.sort(key=lambda r: (r.updated_at, r.thread_id), reverse=True)
-        return rows[:limit]
+        if search:
+            needle = search_key(search)
+            rows = [r for r in rows if needle in r.search]
+        return rows
 
     async def changes(self, *, after: ChangeCursor | None, limit: int = 500) -> ChangePage:
         with self._lock:

@@ -42,6 +42,8 @@ from .base import (
     audit_json,
     journal_json,
     review_deadline,
+    search_key,
+    search_text,
     thread_json,
 )
 
@@ -71,6 +73,14 @@ def _backfill_deadlines(conn: Connection[Any], sql: _Statements) -> None:
             conn.execute(sql.fmt(
                 "UPDATE {s}.interlock_threads SET deadline = %s WHERE thread_id = %s"),
                 [deadline, thread_id])
+
+
+def _backfill_search(conn: Connection[Any], sql: _Statements) -> None:
+    """For rows written before migration 5: compute each thread's search text."""
+    rows = conn.execute(sql.fmt("SELECT thread_id, data FROM {s}.interlock_threads")).fetchall()
+    for thread_id, data in rows:
+        conn.execute(sql.fmt("UPDATE {s}.interlock_threads SET search = %s WHERE thread_id = %s"),
+                     [search_text(ThreadRecord.model_validate_json(data)), thread_id])
 
 
 def _copy_turns(conn: Connection[Any], sql: _Statements) -> None:
@@ -159,6 +169,13 @@ MIGRATIONS: list[list[Migration]] = [
     [
         "ALTER TABLE {s}.interlock_threads ADD COLUMN turn INTEGER",
         _copy_turns,
+    ],
+    [  # 5: the search text of each thread (``search_text``), carried in the status index
+        "ALTER TABLE {s}.interlock_threads ADD COLUMN search TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX interlock_threads_search ON {s}.interlock_threads "
+        "(status, updated_at DESC, thread_id DESC) INCLUDE (search)",
+        "DROP INDEX IF EXISTS {s}.interlock_threads_status",
+        _backfill_search,
     ],
 ]
 
@@ -479,7 +496,7 @@ class PostgresCheckpointer:
         params = {
             "id": t.thread_id, "status": t.status, "version": t.version, "turn": t.turn,
             "updated_at": t.updated_at, "data": thread_json(t), "expected": expected_version,
-            "deadline": review_deadline(t),
+            "deadline": review_deadline(t), "search": search_text(t),
             "m_seq": [first_seq + i for i in range(len(change.messages))],
             "m_data": [message_to_json(m) for m in change.messages],
             "j_id": [e.tool_call_id for e in change.journal],
@@ -509,11 +526,15 @@ class PostgresCheckpointer:
 
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
-        before_id: str | None = None,
+        before_id: str | None = None, search: str | None = None,
     ) -> list[ThreadRecord]:
         cursor = before is not None and before_id is not None
-        query = self._sql.list_threads(status is not None, before is not None, cursor)
+        needle = search_key(search) if search else ""
+        query = self._sql.list_threads(status is not None, before is not None, cursor,
+                                       bool(needle))
         params: list[Any] = [status] if status is not None else []
+        if needle:
+            params.append(needle)
         if cursor:
             params += [before, before_id]
         elif before is not None:
@@ -523,6 +544,22 @@ class PostgresCheckpointer:
         def read() -> list[ThreadRecord]:
             rows = self._read("listing threads", lambda c: c.execute(query, params).fetchall())
             return [ThreadRecord.model_validate_json(r[0]) for r in rows]
+
+        return await self._run(read)
+
+    async def count_threads(self, *, status: str | None = None,
+                            search: str | None = None) -> int:
+        needle = search_key(search) if search else ""
+        where = [w for w, on in (("status = %s", status is not None),
+                                 ("strpos(search, %s) > 0", bool(needle))) if on]
+        query = self._sql.fmt("SELECT count(*) FROM {s}.interlock_threads"
+                              + (" WHERE " + " AND ".join(where) if where else ""))
+        params = [p for p in (status, needle) if p]
+
+        def read() -> int:
+            row = self._read("counting threads",
+                             lambda c: c.execute(query, params).fetchone())
+            return int(row[0]) if row else 0
 
         return await self._run(read)
 
@@ -747,15 +784,15 @@ class _Statements:
         )
         self.commit_new = f(
             "WITH th AS (INSERT INTO {s}.interlock_threads "
-            "(thread_id, status, version, updated_at, turn, data, deadline) "
+            "(thread_id, status, version, updated_at, turn, data, deadline, search) "
             "VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, %(turn)s, %(data)s, "
-            "%(deadline)s) "
+            "%(deadline)s, %(search)s) "
             "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id), " + rest
         )
         self.commit_next = f(
             "WITH th AS (UPDATE {s}.interlock_threads "
             "SET status = %(status)s, version = %(version)s, updated_at = %(updated_at)s, "
-            "turn = %(turn)s, data = %(data)s, deadline = %(deadline)s, "
+            "turn = %(turn)s, data = %(data)s, deadline = %(deadline)s, search = %(search)s, "
             "change_xid = pg_current_xact_id() "
             "WHERE thread_id = %(id)s AND version = %(expected)s "
             "RETURNING thread_id), " + rest
@@ -771,7 +808,7 @@ class _Statements:
             "AND change_xid < %s::text::xid8 ORDER BY change_xid, thread_id LIMIT %s")
         self.due = f("SELECT thread_id FROM {s}.interlock_threads WHERE deadline IS NOT NULL "
                      "AND deadline <= %s ORDER BY deadline LIMIT %s")
-        self._lists: dict[tuple[bool, bool, bool], Composed] = {}
+        self._lists: dict[tuple[bool, bool, bool, bool], Composed] = {}
         self.outbox_claim = f(
             "UPDATE {s}.interlock_outbox SET lease_owner = %(owner)s, lease_until = %(until)s "
             "WHERE id IN (SELECT id FROM {s}.interlock_outbox WHERE status = 'pending' "
@@ -800,11 +837,14 @@ class _Statements:
 
         return sql.SQL(text).format(s=self._schema)
 
-    def list_threads(self, by_status: bool, by_before: bool, by_cursor: bool) -> Composed:
-        key = (by_status, by_before, by_cursor)
+    def list_threads(self, by_status: bool, by_before: bool, by_cursor: bool,
+                     by_search: bool = False) -> Composed:
+        key = (by_status, by_before, by_cursor, by_search)
         if key not in self._lists:
             before = "(updated_at, thread_id) < (%s, %s)" if by_cursor else "updated_at < %s"
-            where = [w for w, on in (("status = %s", by_status), (before, by_before)) if on]
+            where = [w for w, on in (("status = %s", by_status),
+                                     ("strpos(search, %s) > 0", by_search),
+                                     (before, by_before)) if on]
             clause = (" WHERE " + " AND ".join(where)) if where else ""
             self._lists[key] = self.fmt(
                 "SELECT data FROM {s}.interlock_threads" + clause

@@ -28,6 +28,8 @@ from .base import (
     audit_json,
     journal_json,
     review_deadline,
+    search_key,
+    search_text,
     thread_json,
     ts_key,
 )
@@ -100,6 +102,14 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS interlock_outbox_thread
         ON interlock_outbox (thread_id, created_at);
     """,
+    # 4: the search text of each thread (``search_text``), in an index that also serves the
+    # listing by status, so a filtered page or a count never reads the rows themselves
+    """
+    ALTER TABLE interlock_threads ADD COLUMN search TEXT NOT NULL DEFAULT '';
+    CREATE INDEX IF NOT EXISTS interlock_threads_search
+        ON interlock_threads (status, updated_at, thread_id, search);
+    DROP INDEX IF EXISTS interlock_threads_status;
+    """,
 ]
 
 NEXT_CHANGE = "(SELECT COALESCE(MAX(change_seq), 0) + 1 FROM interlock_threads)"
@@ -121,11 +131,32 @@ def _backfill_deadlines(conn: sqlite3.Connection) -> None:
                          (deadline, thread_id))
 
 
-BACKFILL: dict[int, Callable[[sqlite3.Connection], None]] = {2: _backfill_deadlines}
+def _backfill_search(conn: sqlite3.Connection) -> None:
+    """Migration 4, for rows written before it: compute each thread's search text."""
+    for thread_id, data in conn.execute(
+            "SELECT thread_id, data FROM interlock_threads").fetchall():
+        conn.execute("UPDATE interlock_threads SET search=? WHERE thread_id=?",
+                     (search_text(ThreadRecord.model_validate_json(data)), thread_id))
+
+
+BACKFILL: dict[int, Callable[[sqlite3.Connection], None]] = {
+    2: _backfill_deadlines, 4: _backfill_search}
 """Python steps run right after the SQL of the migration that produces that version."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """Version of the stored format. Readers refuse a database whose version is newer."""
+
+
+def _filters(status: str | None, search: str | None) -> tuple[list[str], list[object]]:
+    where: list[str] = []
+    params: list[object] = []
+    if status is not None:
+        where.append("status=?")
+        params.append(status)
+    if search and search_key(search):
+        where.append("instr(search, ?) > 0")
+        params.append(search_key(search))
+    return where, params
 
 
 class _Write:
@@ -325,6 +356,7 @@ class SqliteCheckpointer:
         row = thread_json(t)
         updated = t.updated_at.isoformat()
         deadline = _micros(review_deadline(t))
+        search = search_text(t)
         messages = [(t.thread_id, first_seq + i, message_to_json(m))
                     for i, m in enumerate(change.messages)]
         journal = [(t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
@@ -338,9 +370,9 @@ class SqliteCheckpointer:
                 try:
                     conn.execute(
                         "INSERT INTO interlock_threads (thread_id, status, version, "
-                        "updated_at, data, deadline_us, change_seq) VALUES (?, ?, ?, ?, ?, "
-                        "?, " + NEXT_CHANGE + ")",
-                        (t.thread_id, t.status, t.version, updated, row, deadline),
+                        "updated_at, data, deadline_us, search, change_seq) VALUES (?, ?, ?, ?, "
+                        "?, ?, ?, " + NEXT_CHANGE + ")",
+                        (t.thread_id, t.status, t.version, updated, row, deadline, search),
                     )
                 except sqlite3.IntegrityError:
                     raise VersionConflict(t.thread_id, None) from None
@@ -395,20 +427,16 @@ class SqliteCheckpointer:
 
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
-        before_id: str | None = None,
+        before_id: str | None = None, search: str | None = None,
     ) -> list[ThreadRecord]:
-        sql = "SELECT data FROM interlock_threads"
-        where: list[str] = []
-        params: list[object] = []
-        if status is not None:
-            where.append("status=?")
-            params.append(status)
+        where, params = _filters(status, search)
         if before is not None and before_id is not None:
             where.append("(updated_at<? OR (updated_at=? AND thread_id<?))")
             params += [before.isoformat(), before.isoformat(), before_id]
         elif before is not None:
             where.append("updated_at<?")
             params.append(before.isoformat())
+        sql = "SELECT data FROM interlock_threads"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated_at DESC, thread_id DESC LIMIT ?"
@@ -416,6 +444,18 @@ class SqliteCheckpointer:
 
         def q(conn: sqlite3.Connection) -> list[ThreadRecord]:
             return [ThreadRecord.model_validate_json(r[0]) for r in conn.execute(sql, params)]
+
+        return await self._run(q)
+
+    async def count_threads(self, *, status: str | None = None,
+                            search: str | None = None) -> int:
+        where, params = _filters(status, search)
+        sql = "SELECT count(*) FROM interlock_threads"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+
+        def q(conn: sqlite3.Connection) -> int:
+            return int(conn.execute(sql, params).fetchone()[0])
 
         return await self._run(q)
 

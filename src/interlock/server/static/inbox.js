@@ -10,8 +10,8 @@ import { historyRow } from "./history.js";
 
 const ROW_H = 78;
 const OVERSCAN = 6;
-const PAGE = 500;
-const EAGER_LIMIT = 10000;
+const PAGE = 100;
+const SEARCH_DELAY_MS = 200;
 
 const $ = (sel) => document.querySelector(sel);
 const enc = encodeURIComponent;
@@ -23,6 +23,9 @@ const state = {
   threads: new Map(),
   order: [],
   nextBefore: null,
+  total: null,
+  searchTimer: 0,
+  recountTimer: 0,
   listGen: 0,
   loading: false,
   fresh: new Map(),
@@ -47,10 +50,14 @@ function searchText(s) {
   return `${s.thread_id} ${s.preview} ${calls.join(" ")} ${questions.join(" ")}`.toLowerCase();
 }
 
-function recompute() {
+function matchesSearch(s) {
   const needle = state.search.trim().toLowerCase();
-  let rows = [...state.threads.values()];
-  if (needle) rows = rows.filter((s) => searchText(s).includes(needle));
+  return !needle || searchText(s).includes(needle);
+}
+
+function recompute() {
+  // the server filters and pages (?q=, keyset cursor); rows arrive already matching
+  const rows = [...state.threads.values()];
   rows.sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1
     : a.thread_id < b.thread_id ? 1 : -1));
   state.order = rows.map((s) => s.thread_id);
@@ -67,8 +74,10 @@ function scheduleRender() {
 }
 
 function countLabel() {
-  const n = state.order.length;
-  const more = state.nextBefore ? "+" : "";
+  // the server's count of everything that matches, kept current by the live events
+  const n = state.total !== null ? Math.max(state.total, state.order.length) : state.order.length;
+  // (while a recount is on its way the loaded rows may briefly outnumber the last count)
+  const more = state.total === null && state.nextBefore ? "+" : "";
   const fmt = n.toLocaleString("en-US");
   const what = state.status === "interrupted" ? (n === 1 ? "pending request" : "pending requests")
     : (n === 1 ? "thread" : "threads");
@@ -133,7 +142,8 @@ function renderList() {
   spacer.replaceChildren(...rows);
   $("#list-count").textContent = state.loading && !state.order.length ? "Loading…" : countLabel();
   if (state.status === "interrupted" && !state.search && !state.loading) {
-    document.title = `${state.order.length ? `(${state.order.length}) ` : ""}interlock · review inbox`;
+    const n = state.total !== null ? state.total : state.order.length;
+    document.title = `${n ? `(${n}) ` : ""}interlock · review inbox`;
   }
   $("#list-empty").hidden = state.loading || state.order.length > 0;
   if (!state.loading && !state.readyMarked) {
@@ -153,9 +163,12 @@ function nextCursor(data) {
   return data.next_before ? { at: data.next_before, id: data.next_before_id } : null;
 }
 
-async function fetchPage(cursor) {
+async function fetchPage(cursor, count = false) {
   const params = new URLSearchParams({ limit: String(PAGE) });
   if (state.status) params.set("status", state.status);
+  const q = state.search.trim();
+  if (q) params.set("q", q);
+  if (count) params.set("count", "true");
   if (cursor) {
     params.set("before", cursor.at);
     if (cursor.id) params.set("before_id", cursor.id);
@@ -164,26 +177,23 @@ async function fetchPage(cursor) {
 }
 
 async function loadList() {
+  // one page at once (the rest loads as the list is scrolled), with the count of all that match
   const gen = ++state.listGen;
   state.loading = true;
   scheduleRender();
   const fresh = new Map();
+  const r = await fetchPage(null, true);
+  if (gen !== state.listGen) return;
   let before = null;
-  let total = 0;
-  for (;;) {
-    const r = await fetchPage(before);
-    if (gen !== state.listGen) return;
-    if (!r.ok) {
-      showBanner(r.data.message || `Could not load the list (HTTP ${r.status}).`);
-      break;
-    }
+  if (r.ok) {
     for (const s of r.data.threads) mergeSummary(fresh, s);
-    total += r.data.threads.length;
     before = nextCursor(r.data);
-    // the inbox of pending requests is loaded completely; other views page on scroll
-    if (!before || state.status !== "interrupted" || total >= EAGER_LIMIT) break;
+    state.total = typeof r.data.total === "number" ? r.data.total : null;
+    hideBanner();
+  } else {
+    showBanner(r.data.message || `Could not load the list (HTTP ${r.status}).`);
   }
-  // events that arrived while loading may be newer than what the pages said
+  // events that arrived while loading may be newer than what the page said
   for (const s of state.threads.values()) {
     const cur = fresh.get(s.thread_id);
     if (cur && cur.version < s.version) fresh.set(s.thread_id, s);
@@ -191,8 +201,26 @@ async function loadList() {
   state.threads = fresh;
   state.nextBefore = before;
   state.loading = false;
-  hideBanner();
   scheduleRender();
+}
+
+// the count comes from the server (it covers the rows not loaded yet); asked again, at most
+// once a second, when a live event adds or removes a row
+function scheduleRecount() {
+  if (state.recountTimer) return;
+  state.recountTimer = setTimeout(async () => {
+    state.recountTimer = 0;
+    const gen = state.listGen;
+    const params = new URLSearchParams({ limit: "1", count: "true" });
+    if (state.status) params.set("status", state.status);
+    const q = state.search.trim();
+    if (q) params.set("q", q);
+    const r = await api.get(`api/threads?${params}`);
+    if (gen === state.listGen && r.ok && typeof r.data.total === "number") {
+      state.total = r.data.total;
+      scheduleRender();
+    }
+  }, 1000);
 }
 
 async function loadMore() {
@@ -209,7 +237,9 @@ async function loadMore() {
 function upsert(s) {
   const cur = state.threads.get(s.thread_id);
   if (cur && cur.version > s.version) return;
-  if (matchesStatus(s)) {
+  const fits = matchesStatus(s) && (cur || matchesSearch(s));
+  if (fits !== Boolean(cur)) scheduleRecount();
+  if (fits) {
     if (!cur) {
       state.fresh.set(s.thread_id, true);
       setTimeout(() => { state.fresh.delete(s.thread_id); scheduleRender(); }, 2500);
@@ -959,8 +989,11 @@ function wire() {
   });
   $("#search").addEventListener("input", (e) => {
     state.search = e.target.value;
-    $("#list").scrollTop = 0;
-    scheduleRender();
+    clearTimeout(state.searchTimer);
+    state.searchTimer = setTimeout(() => {
+      $("#list").scrollTop = 0;
+      loadList();
+    }, SEARCH_DELAY_MS);
   });
   const list = $("#list");
   list.addEventListener("scroll", () => {
