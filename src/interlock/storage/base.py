@@ -312,12 +312,17 @@ def search_text(thread: ThreadRecord) -> str:
         else:
             parts.append(value if isinstance(value, str)
                          else json.dumps(value, ensure_ascii=False, default=str))
-    return " ".join(parts).lower()[:SEARCH_CHARS]
+    return _storable(" ".join(parts).lower()[:SEARCH_CHARS])
 
 
 def search_key(text: str) -> str:
     """A search query as stores compare it with :func:`search_text` (a lower-cased substring)."""
-    return text.strip().lower()[:SEARCH_CHARS]
+    return _storable(text.strip().lower()[:SEARCH_CHARS])
+
+
+def _storable(text: str) -> str:
+    """Text every store can index: NUL as a space, a lone surrogate as its escape."""
+    return text.replace("\x00", " ").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def thread_json(thread: ThreadRecord) -> str:
