@@ -65,6 +65,7 @@ def test_link_get_shows_post_decides_once(setup: tuple[Any, ...]) -> None:
     assert msg["To"] == "alice@example.com"
     text = body_of(msg)
     assert "⟨U+202E⟩" in text and "\u202e" not in text
+    assert "Warning: Hidden characters, shown as ⟨U+…⟩" in text
     (url,) = re.findall(r"https?://\S+/notify/email/\S+", text)
     link = local(url, server)
     origin = {"origin": server.url}
@@ -73,6 +74,8 @@ def test_link_get_shows_post_decides_once(setup: tuple[Any, ...]) -> None:
     assert page.status_code == 200
     assert "Confirm your decision" in page.text and "execute_sql" in page.text
     assert "<form method='post'>" in page.text
+    assert "⟨U+202E⟩" in page.text and "\u202e" not in page.text
+    assert "Hidden characters" in page.text
     httpx.get(link)  # opening it twice (mail scanners do) decides nothing either
     assert agent.get_thread("t1").status == "interrupted"
     assert executions() == []

@@ -80,6 +80,7 @@ def test_request_message_buttons_and_a_signed_approval(setup: tuple[Any, ...]) -
     assert posted["channel"] == "#dba"  # the role's channel
     shown = json.dumps(posted["blocks"], ensure_ascii=False)
     assert "⟨U+202E⟩" in shown and "\u202e" not in shown  # the bidi control is made visible
+    assert "Hidden characters, shown as ⟨U+…⟩" in shown  # and the message warns about it
     assert "execute_sql" in shown
     btns = buttons(posted)
     assert sorted(b["text"]["text"] for b in btns) == ["Approve", "Reject"]

@@ -1,32 +1,46 @@
-"""Text of a request for messages outside the inbox (Slack, e-mail): untrusted strings made
-visible and size-limited."""
+"""Text of a request for messages outside the inbox (Slack, e-mail): untrusted strings shown by
+the shared display policy (:mod:`interlock.display`: hidden characters as ``⟨U+…⟩``, padding
+folded, a visible warning for what was found) and size-limited with a visible note."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
 
 from .. import display
 from ..outbox import NoticeCall
 
 
-def visible(text: str, limit: int = 1500) -> str:
-    """``text`` shown by the display policy (:mod:`interlock.display`: control, bidi,
-    zero-width and tag characters as ``⟨U+XXXX⟩``, padding folded) and cut at ``limit``
-    characters with a visible note of how much is hidden."""
-    shown = display.visible(text)
+def _cut(shown: str, limit: int) -> str:
     if len(shown) > limit:
         return shown[:limit] + f" … [{len(shown) - limit} more characters not shown]"
     return shown
 
 
-def args_text(args: dict[str, Any], limit: int = 1500) -> str:
+def visible(text: str, limit: int = 1500) -> str:
+    """``text`` as the display policy shows it, cut at ``limit`` characters with a note."""
+    return _cut(display.visible(text), limit)
+
+
+def args_text(args: dict[str, object], limit: int = 1500) -> str:
+    """The arguments as pretty JSON (keys sorted), shown by the display policy and
+    size-limited."""
     return visible(json.dumps(args, ensure_ascii=False, indent=2, sort_keys=True), limit)
+
+
+def warning_lines(calls: Iterable[NoticeCall]) -> list[str]:
+    """The display policy's warnings for what the calls contain (hidden characters, mixed
+    scripts, padding); empty when nothing was found."""
+    texts: list[str] = []
+    for c in calls:
+        texts += [c.name, c.description, *display.strings(c.args)]
+    return display.warnings(display.inspect(texts))
 
 
 def call_lines(call: NoticeCall) -> list[str]:
     """A plain-text description of one call."""
     lines = [f"Tool: {visible(call.name, 200)}", "Arguments:", args_text(call.args)]
+    lines += [f"Warning: {w}" for w in warning_lines([call])]
     if call.description:
         lines += ["Description:", visible(call.description, 600)]
     if call.approvals_required > 1:

@@ -17,7 +17,7 @@ from ..storage.base import Checkpointer
 from .config import NotifyConfig, SlackSettings
 from .dispatcher import DeliveryFailed
 from .email import call_digest
-from .render import args_text, outcome_text, visible
+from .render import args_text, outcome_text, visible, warning_lines
 
 CHANNEL = "slack"
 ACTION_APPROVE = "interlock_approve"
@@ -66,8 +66,12 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> l
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": head}},
         {"type": "section", "text": {"type": "mrkdwn", "text": _code(args_text(call.args, 2500))}},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": f"Status: {status}"}]},
     ]
+    for warning in warning_lines([call]):
+        blocks.append({"type": "context", "elements": [
+            {"type": "plain_text", "text": f"⚠ {warning}"[:2000]}]})
+    blocks.append({"type": "context", "elements": [
+        {"type": "mrkdwn", "text": f"Status: {status}"}]})
     if call.state != "pending_review" or not n.pending:
         return blocks
     value = json.dumps({"t": n.thread_id, "i": n.interrupt_id, "c": call.tool_call_id,

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from .. import display
 from ..decisions import Reviewer
 from ..errors import InterlockError
 from ..hitl import HITLRequest
@@ -234,6 +235,9 @@ async def email_link(request: Request, state: State, token: str) -> HTMLResponse
         f"<p>Tool: <b>{html.escape(visible(action.name, 200))}</b></p>",
         f"<pre>{html.escape(args_text(action.args, 20000))}</pre>",
     ]
+    found = display.warnings(display.inspect(
+        [action.name, action.description, *display.strings(action.args)]))
+    parts += [f"<p class='notice'>⚠ {html.escape(w)}</p>" for w in found]
     if action.description:
         parts.append(f"<p>{html.escape(visible(action.description, 2000))}</p>")
     if need > 1:
