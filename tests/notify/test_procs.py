@@ -156,9 +156,10 @@ def test_concurrent_final_approvals_from_two_processes_run_the_call_once(
             w.close()
     assert executions() == [QUERY] * 3  # each thread's call ran exactly once
     assert outcomes.count("result won") == 3, outcomes
+    # the loser learns it lost in one of these ways, depending on when it looked
     assert all(o in ("result won", "result conflict", "result refused StaleInterrupt",
-                     "result refused NoPendingInterrupt", "result refused InvalidDecision")
-               for o in outcomes), outcomes
+                     "result refused NoPendingInterrupt", "result refused InvalidDecision",
+                     "result refused ThreadBusy") for o in outcomes), outcomes
     for n in range(3):
         deciders = [a.actor for a in agent.audit(f"q{n}") if a.kind == "decision"]
         assert len(deciders) == 1 and deciders[0] in ("bob", "carol")
