@@ -39,6 +39,7 @@ from .storage.base import (
     ThreadSnapshot,
     VersionConflict,
 )
+from .storage.memory import MemoryCheckpointer
 from .text import check_thread_id, escaped, text_problem
 
 Sink = Callable[[Event], Awaitable[None]]
@@ -151,7 +152,8 @@ class ThreadTxn:
             snap = await self.store.load(self.thread_id)
         if snap is None:
             if not create:
-                raise ThreadNotFound(self.thread_id)
+                raise ThreadNotFound(self.thread_id,
+                                     in_memory=isinstance(self.store, MemoryCheckpointer))
             check_thread_id(self.thread_id)
             now = self.now()
             self.snap = ThreadSnapshot(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,7 +21,13 @@ from ._texts import public_interrupt
 from ._txn import Sink, ThreadTxn
 from .audit_verify import AuditHead, AuditReport, export_head, verify_store
 from .decisions import Reviewer
-from .errors import ConfigurationError, InterlockError, ThreadBusy, ThreadNotFound
+from .errors import (
+    ConfigurationError,
+    InterlockError,
+    InterlockWarning,
+    ThreadBusy,
+    ThreadNotFound,
+)
 from .events import Event, RunCompleted
 from .integrations import expand_tools
 from .interrupts import Interrupt
@@ -157,6 +164,9 @@ class Agent:
                     f"with @tool(name=...)."
                 )
             self.tools_by_name[t.name] = t
+            for problem in getattr(t, "missing", ()):
+                warnings.warn(f"Agent {name!r}: tool {t.name!r} has {problem}.",
+                              InterlockWarning, stacklevel=2)
         self.middleware: list[object] = list(middleware)
         if len({id(m) for m in self.middleware}) != len(self.middleware):
             raise ConfigurationError("The same middleware instance is listed twice.")
@@ -368,7 +378,8 @@ class Agent:
     async def aget_thread(self, thread_id: str) -> ThreadState:
         snap = await self.checkpointer.load(_known(thread_id))
         if snap is None:
-            raise ThreadNotFound(thread_id)
+            raise ThreadNotFound(
+                thread_id, in_memory=isinstance(self.checkpointer, MemoryCheckpointer))
         t = snap.thread
         return ThreadState(
             thread_id=t.thread_id, status=t.status, version=t.version, messages=snap.messages,

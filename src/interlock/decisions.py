@@ -159,6 +159,14 @@ def resolve_decisions(
     ``tool_call_id -> decision`` (any subset), a single decision when one call is pending, or
     LangChain's ``{"decisions": [...]}``. ``decided`` maps already-decided call ids to their state.
     """
+    if isinstance(raw, Mapping) and "decisions" in raw and len(raw) > 1:
+        extra = ", ".join(repr(k) for k in raw if k != "decisions")
+        raise InvalidDecision(
+            thread_id, f"next to 'decisions' there is also {extra}, which is not part of a "
+            f"decision set. Pass {{'decisions': [...]}} alone; the interrupt id goes in "
+            f"interrupt_id=..., the reviewer in reviewer=...; a message belongs inside a "
+            f"decision ({{'type': 'reject', 'message': ...}})."
+        )
     raw = _normalise(raw)
     by_id = {p.request.tool_call_id: p for p in pending}
     listing = ", ".join(f"{p.request.tool_call_id} ({p.request.name})" for p in pending)

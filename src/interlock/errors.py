@@ -21,6 +21,9 @@
     └── StorageError              the store is unusable (e.g. schema newer than this code)
 
 Every message says what was wrong, which thread / tool call it concerns and what to do instead.
+
+:class:`InterlockWarning` (a ``UserWarning``) flags configuration that works but is probably a
+mistake, e.g. a tool without a docstring (the model sees no description).
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ from __future__ import annotations
 
 class InterlockError(Exception):
     """Base class of every error raised by interlock."""
+
+
+class InterlockWarning(UserWarning):
+    """Configuration that works but is probably a mistake; the message says how to fix it."""
 
 
 class ConfigurationError(InterlockError, ValueError):
@@ -48,12 +55,19 @@ class MissingDependency(InterlockError, ImportError):
 class ThreadNotFound(InterlockError, LookupError):
     """No thread with the given id exists in the checkpointer."""
 
-    def __init__(self, thread_id: str) -> None:
-        super().__init__(
-            f"Thread {thread_id!r} does not exist in this checkpointer. Start it with "
-            f"agent.invoke(message, thread_id={thread_id!r}) or check the id and the database."
-        )
+    def __init__(self, thread_id: str, *, in_memory: bool = False) -> None:
+        text = (f"Thread {thread_id!r} does not exist in this checkpointer. Start it with "
+                f"agent.invoke(message, thread_id={thread_id!r}) or check the id and the "
+                f"database.")
+        if in_memory:
+            text += (" This agent keeps its threads in memory (MemoryCheckpointer, the default "
+                     "when Agent(...) gets no checkpointer), so a thread started by another "
+                     "process, or before a restart, is not here. Give the agent a durable "
+                     "store: Agent(..., checkpointer=SqliteCheckpointer('interlock.db')) or "
+                     "PostgresCheckpointer(dsn).")
+        super().__init__(text)
         self.thread_id = thread_id
+        self.in_memory = in_memory
 
 
 class ThreadInterrupted(InterlockError):

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, get_args, get_type_hints, overload, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, PydanticUserError, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
 from .errors import ConfigurationError
@@ -73,6 +73,23 @@ class ArgumentError(Exception):
         self.errors = errors
 
 
+def _probe(param: str, annotation: Any, default: Any) -> type[BaseModel]:
+    """A model of one parameter, to find the one whose type has no schema."""
+    fields: dict[str, Any] = {param: (annotation, default)}
+    return create_model("Probe", **fields)
+
+
+def _type_error(tool: str, param: str, annotation: Any, cause: Exception) -> ConfigurationError:
+    kind = getattr(annotation, "__name__", None) or repr(annotation)
+    return ConfigurationError(
+        f"Tool {tool!r}: parameter {param!r} has the type {kind}, which cannot be turned into "
+        f"a JSON schema for the model. Use JSON-friendly types (str, int, float, bool, list, "
+        f"dict, Literal, a pydantic model or TypedDict); pass objects such as connections or "
+        f"clients to the tool another way (a closure, or a ToolContext parameter for the "
+        f"call's ids). ({type(cause).__name__})"
+    )
+
+
 def _format_validation_error(exc: ValidationError) -> list[str]:
     out = []
     for err in exc.errors():
@@ -105,9 +122,29 @@ class Tool:
         self.idempotent = idempotent
         self.is_async = inspect.iscoroutinefunction(func)
         self._context_param: str | None = None
+        self.missing: list[str] = []
+        """What the model will not see: no description, parameters without a type hint."""
+        if not self.description:
+            self.missing.append("no docstring, so the model sees no description of it (add a "
+                                "docstring or @tool(description=...))")
         self.args_model: type[BaseModel] = self._build_model()
-        self.args_schema: dict[str, Any] = self.args_model.model_json_schema()
+        try:
+            self.args_schema: dict[str, Any] = self.args_model.model_json_schema()
+        except PydanticUserError as exc:
+            raise self._unschemable(exc) from None
         self.args_schema.pop("title", None)
+
+    def _unschemable(self, exc: Exception) -> ConfigurationError:
+        """Name the parameter whose type has no JSON schema."""
+        for pname, field in self.args_model.model_fields.items():
+            try:
+                _probe(pname, field.annotation, ...).model_json_schema()
+            except (PydanticUserError, TypeError):
+                return _type_error(self.name, pname, field.annotation, exc)
+        return ConfigurationError(
+            f"Tool {self.name!r}: its arguments cannot be turned into a JSON schema for the "
+            f"model ({exc}). Use JSON-friendly types for every parameter."
+        )
 
     def _build_model(self) -> type[BaseModel]:
         sig = inspect.signature(self.func)
@@ -118,6 +155,7 @@ class Tool:
                 f"Cannot read the type hints of tool {self.name!r}: {exc}. Use importable types."
             ) from exc
         fields: dict[str, Any] = {}
+        untyped: list[str] = []
         for pname, param in sig.parameters.items():
             ann = hints.get(pname, Any)
             if ann is ToolContext or ToolContext in get_args(ann):
@@ -128,8 +166,18 @@ class Tool:
                     f"Tool {self.name!r} uses *{pname}; declare every argument by name so "
                     f"that a JSON schema can be derived."
                 )
+            if pname not in hints:
+                untyped.append(pname)
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (ann, default)
+            try:
+                _probe(pname, ann, default)
+            except (PydanticUserError, TypeError) as exc:
+                raise _type_error(self.name, pname, ann, exc) from None
+        if untyped:
+            self.missing.append(
+                f"no type hint for {', '.join(repr(p) for p in untyped)}, so the model is told "
+                f"any value goes and nothing is checked (annotate, e.g. {untyped[0]}: str)")
         model_name = "".join(p.capitalize() for p in self.name.replace("-", "_").split("_"))
         return create_model(
             f"{model_name}Args", __config__=ConfigDict(extra="forbid"), **fields

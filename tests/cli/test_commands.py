@@ -289,9 +289,38 @@ def test_cancel_closes_pending_calls(data: Path) -> None:
         agent.close()
     assert sample_rows(data, "SELECT COUNT(*) FROM outbox") == [(0,)]
 
-    assert_error(run("cancel", "late-order-1042", "--db", url), 1,
-                 "has no pending interrupt")
-    assert_error(run("cancel", "nope", "--db", url), 1, "Thread 'nope' does not exist")
+    # CLI messages name commands, not Python calls
+    again = run("cancel", "late-order-1042", "--db", url, "--reviewer", "bob")
+    assert_error(again, 1, "has no pending interrupt",
+                 "See its state with `interlock show late-order-1042`")
+    missing = run("cancel", "nope", "--db", url, "--reviewer", "bob")
+    assert_error(missing, 1, "Thread 'nope' does not exist", "`interlock threads`")
+    for result in (again, missing):
+        assert "agent." not in result.stderr and "invoke" not in result.stderr
+
+
+def test_cancel_and_review_need_an_explicit_reviewer(data: Path) -> None:
+    url = db_url(data)
+    for argv in (("cancel", "late-order-1042", "--db", url),
+                 ("review", "--agent", "interlock.demo:agent")):
+        result = run(*argv, env={"INTERLOCK_DEMO_DIR": str(data), "USER": "root"})
+        assert_error(result, 2, "records who decides", "--reviewer NAME",
+                     "INTERLOCK_REVIEWER=NAME")
+    agent = store_agent(data)
+    try:
+        assert agent.get_thread("late-order-1042").status == "interrupted"  # nothing happened
+    finally:
+        agent.close()
+    # the environment variable names the reviewer too
+    result = run("cancel", "late-order-1042", "--db", url,
+                 env={"INTERLOCK_REVIEWER": "dora"})
+    assert result.exit_code == 0, result.output
+    agent = store_agent(data)
+    try:
+        [row] = [r for r in agent.audit("late-order-1042") if r.kind == "cancelled"]
+        assert row.actor == "dora"
+    finally:
+        agent.close()
 
 
 # ---------------------------------------------------------------------------- review
@@ -303,6 +332,7 @@ def test_review_needs_the_agent(data: Path) -> None:
 
 def test_review_unknown_thread(data: Path) -> None:
     assert_error(run("review", "--agent", "interlock.demo:agent", "--thread", "nope",
+                     "--reviewer", "carol",
                      env={"INTERLOCK_DEMO_DIR": str(data)}), 1, "Thread 'nope'")
 
 
@@ -399,7 +429,7 @@ def test_review_when_someone_else_decides_first(data: Path,
 
 
 def test_review_nothing_pending(data: Path) -> None:
-    run("cancel", "cleanup-cancelled-orders", "--db", db_url(data))
+    run("cancel", "cleanup-cancelled-orders", "--db", db_url(data), "--reviewer", "carol")
     result = _review(data, "", "--thread", "cleanup-cancelled-orders")
     assert result.exit_code == 0
     assert "Nothing to review: no request is waiting for a decision in the selected threads." \
@@ -482,7 +512,7 @@ def test_review_edit_cancelled_or_unchanged_decides_nothing(data: Path, tmp_path
         # n == 1: saved as it was
     """))
     result = run("review", "--agent", "interlock.demo:agent", "--thread", "late-order-1042",
-                 input="v" "e" "e" "q",
+                 "--reviewer", "carol", input="v" "e" "e" "q",
                  env={"INTERLOCK_DEMO_DIR": str(data),
                       "EDITOR": f"{sys.executable} {editor} {tmp_path / 'n'}"})
     assert result.exit_code == 0, result.output
@@ -541,7 +571,8 @@ def test_review_answers_an_interrupt_question(tmp_path: Path,
 
 def test_review_without_a_terminal(data: Path) -> None:
     """No controlling terminal to read keys from: one error line, exit 1."""
-    proc = subprocess.run(cli_argv("review", "--agent", "interlock.demo:agent"),
+    proc = subprocess.run(cli_argv("review", "--agent", "interlock.demo:agent",
+                                   "--reviewer", "carol"),
                           env=child_env(INTERLOCK_DEMO_DIR=str(data)), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=60, start_new_session=True)
     assert proc.returncode == 1, proc.stderr

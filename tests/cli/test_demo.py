@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from interlock.cli.demo import HINTS
+
 from .helpers import child_env, cli_argv, sample_rows
 
 httpx = pytest.importorskip("httpx")
@@ -138,9 +140,27 @@ def test_demo_serves_pending_runs_and_an_approval_completes_one(
     assert sample_rows(data, "SELECT COUNT(*) FROM orders WHERE status = 'cancelled' AND "
                              "created_at < '2024-01-01'") == [(0,)]
     assert sample_rows(data, "SELECT COUNT(*) FROM orders")[0][0] == 400 - before
+
+    # a second demo on the same directory is refused and wipes nothing
+    second = subprocess.run(
+        cli_argv("demo", "--no-browser", "--port", "0", "--data-dir", str(data)),
+        capture_output=True, text=True, env=child_env(), timeout=60)
+    assert second.returncode == 1, second.stderr
+    [line] = second.stderr.strip().splitlines()
+    assert line.startswith(f"error: Another interlock demo (process {demo.proc.pid}) is "
+                           f"running on {data}")
+    assert "--data-dir" in line
+    assert sample_rows(data, "SELECT COUNT(*) FROM orders")[0][0] == 400 - before
+    with httpx.Client(base_url=url, timeout=30) as client:
+        assert client.get("/api/threads/cleanup-cancelled-orders").json()["status"] == \
+            "completed"
+
     assert demo.stop() == 0
     out = demo.rest_of_output()
-    assert "interlock review --agent interlock.demo:agent" in out
+    flat = " ".join(out.split())
+    assert "interlock review --agent interlock.demo:agent --reviewer" in flat
+    for hint in HINTS.values():  # the banner says what docs/cli.md says
+        assert hint in flat, hint
     assert "Demo stopped" in out
 
 

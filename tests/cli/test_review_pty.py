@@ -32,14 +32,16 @@ EDITOR = textwrap.dedent("""
     calls = json.loads(log.read_text()) if log.exists() else []
     calls.append(seen)
     log.write_text(json.dumps(calls))
-    args = {"to": "noah.weber@example.com", "subject": "Sorry about order #1042",
-            "body": "Dear Noah,\\n\\nyour parcel is on its way. Sorry for the wait."}
+    # the body is plain text in its own section: change one line, add one, keep the rest
+    edited = (calls[0].replace("Your order #1042 is delayed", "Sorry about order #1042")
+                  .replace("Dear Noah,", "Hello Noah,")
+                  .replace("Kind regards,", "We will refund the shipping.\\nKind regards,"))
     if len(calls) == 1:
-        path.write_text(seen + "\\n  this is not JSON")
+        path.write_text("this line is outside any section\\n" + seen)
     elif len(calls) == 2:
-        path.write_text(json.dumps({**args, "cc": "boss@example.com"}))
+        path.write_text(edited + "== cc (text) ==\\nboss@example.com\\n")
     else:
-        path.write_text(json.dumps(args, indent=2))
+        path.write_text(edited)
 """)
 
 
@@ -79,9 +81,21 @@ def test_terminal_review_session(tmp_path: Path) -> None:
             elif thread_id == "late-order-1042":
                 assert "noah.weber@example.com" in panel and "[e] edit" in panel
                 child.send("e")
-                child.expect(words("not valid JSON"))
+                child.expect(words("cannot read the edit: line 1 is outside any argument section"))
                 child.expect(words("do not match the schema of tool 'send_email'"))
                 child.expect(words("Extra inputs are not permitted"))
+                # the difference, before anything is sent
+                child.expect(r"\[y\] send this edit\s+\[e\] edit again\s+\[n\] discard the edit")
+                diff = child.before
+                transcript.append(diff)
+                assert "your edit of send_email" in diff
+                assert "- Dear Noah," in diff and "+ Hello Noah," in diff
+                assert "+ We will refund the shipping." in diff
+                assert "- Your order #1042 is delayed" in diff
+                assert "+ Sorry about order #1042" in diff
+                assert "unchanged: to" in diff
+                assert "\\n" not in diff  # text, not JSON escapes
+                child.send("y")
                 child.expect(words("edited send_email"))
                 handled.append("edit")
             elif thread_id == "goodwill-credit" and "ask_user" in panel:
@@ -114,12 +128,19 @@ def test_terminal_review_session(tmp_path: Path) -> None:
     assert ("Session: 1 approved, 1 edited, 1 responded, 1 rejected, 1 approved & remembered."
             in " ".join(output.split())), output
 
-    # the editor: reopened with the error each time, arguments as JSON
+    # the editor: one section per argument, the body as plain text with its line breaks;
+    # reopened with the error each time
     calls = json.loads(editor_log.read_text())
     assert len(calls) == 3
-    assert '"to": "noah.weber@example.com"' in calls[0] and "// error" not in calls[0]
-    assert "// error: not valid JSON" in calls[1]
+    assert "== to (text) ==\nnoah.weber@example.com\n== subject (text) ==" in calls[0]
+    assert "== body (text) ==\nDear Noah,\n\nyour order #1042" in calls[0]
+    assert "\\n" not in calls[0] and "// error" not in calls[0]
+    assert "// error: line 1 is outside any argument section" in calls[1]
     assert "// error:" in calls[2] and "Extra inputs are not permitted" in calls[2]
+    # who decides, and how many requests wait, are on screen
+    assert "interlock review · reviewing as alice (roles: none)" in " ".join(output.split())
+    counts = [int(n) for n in re.findall(r"(\d+) requests? waiting", output)]
+    assert counts[0] == 4 and counts == sorted(counts, reverse=True), counts
 
     # the sample database
     assert sample_rows(data, "SELECT COUNT(*) FROM orders WHERE status = 'cancelled' AND "
@@ -142,6 +163,8 @@ def test_terminal_review_session(tmp_path: Path) -> None:
         assert email.decided_by == "alice"
         assert email.exec_args is not None
         assert email.exec_args["subject"] == "Sorry about order #1042"
+        assert email.exec_args["body"].startswith("Hello Noah,\n\nyour order #1042")
+        assert "We will refund the shipping.\nKind regards," in email.exec_args["body"]
         assert email.args["subject"] == "Your order #1042 is delayed"  # the model's call kept
 
         decisions = {(r.thread_id, r.data["type"]): r for r in agent.audit()

@@ -419,6 +419,7 @@ async def test_cancel_closes_pending_calls(local: Server) -> None:
     await start(local, f"sql {SQL}", "t1")
     r = await local.client.post("/api/threads/t1/cancel", json={"reason": "wrong ticket"})
     assert r.status_code == 200, r.text
+    assert r.json()["status"] == "idle"  # the thread's status, as GET says
     res = tool_results(r.json())[0]
     assert res["decision"] == "cancel" and "Reason: wrong ticket" in res["content"]
     t = (await local.client.get("/api/threads/t1")).json()
@@ -545,3 +546,19 @@ async def test_urls_quote_the_thread_id(local: Server) -> None:
     await eventually(lambda: _status(local, "ops:a@b.c_1-2", "completed"))
     r = await local.client.get(r.json()["thread_url"])
     assert r.json()["thread_id"] == "ops:a@b.c_1-2"
+
+
+async def test_a_stray_key_next_to_decisions_is_reported(local: Server) -> None:
+    await start(local, f"sql {SQL}", "stray")
+    r = await local.client.post("/api/threads/stray/decisions",
+                                json={"decisions": [{"type": "approve"}], "interupt_id": "x"})
+    assert_error(r, 422, "RequestValidationError")
+    message = r.json()["message"]
+    assert "unknown top-level key(s) 'interupt_id' next to 'decisions'" in message
+    assert '"interrupt_id"' in message  # the spelling that works
+    t = (await local.client.get("/api/threads/stray")).json()
+    assert t["status"] == "interrupted" and EXECUTED == []
+    # the reviewer field stays tolerated (ignored: the token decides who the reviewer is)
+    ok = await local.client.post("/api/threads/stray/decisions", params={"wait": "true"},
+                                 json={"decisions": [{"type": "approve"}], "reviewer": "x"})
+    assert ok.status_code == 200, ok.text

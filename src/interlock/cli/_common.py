@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import getpass
 import importlib
 import os
 import sys
@@ -22,7 +21,14 @@ from .. import display
 from .._sync import run_blocking
 from ..agent import Agent
 from ..authz import Reviewer, check_name
-from ..errors import ConfigurationError, InterlockError, NotAuthorized
+from ..errors import (
+    ConfigurationError,
+    InterlockError,
+    NoPendingInterrupt,
+    NotAuthorized,
+    ThreadInterrupted,
+    ThreadNotFound,
+)
 from ..models.scripted import ScriptedModel
 from ..storage import from_url
 from ..storage.base import Checkpointer, ThreadRecord
@@ -87,7 +93,23 @@ class InterlockGroup(click.Group):
         except click.UsageError as exc:
             raise usage_problem(exc) from exc
         except InterlockError as exc:
-            raise CliError(str(exc)) from exc
+            raise CliError(cli_message(exc)) from exc
+
+
+def cli_message(exc: InterlockError) -> str:
+    """The library's message, with its Python advice (``agent.invoke(...)``) replaced by the
+    commands that do the same from a shell."""
+    if isinstance(exc, ThreadNotFound):
+        return (f"Thread {exc.thread_id!r} does not exist in this store. List the threads with "
+                f"`interlock threads` (same --db / --agent) and check the id and the store.")
+    if isinstance(exc, NoPendingInterrupt):
+        return (f"Thread {exc.thread_id!r} has no pending interrupt: nothing waits for a "
+                f"decision. See its state with `interlock show {exc.thread_id}`.")
+    if isinstance(exc, ThreadInterrupted):
+        return (f"Thread {exc.thread_id!r} is waiting for a decision. Decide it with "
+                f"`interlock review --thread {exc.thread_id}` or close it with "
+                f"`interlock cancel {exc.thread_id}`.")
+    return str(exc)
 
 
 # ---------------------------------------------------------------------------- output
@@ -144,27 +166,31 @@ def agent_option(f: F) -> F:
     )(f)
 
 
+REVIEWER_ENV = "INTERLOCK_REVIEWER"
+
+
 def reviewer_options(f: F) -> F:
     f = click.option(
         "--role", "roles", metavar="ROLE", multiple=True,
         help="A role the reviewer holds (repeatable), for requests limited to roles.",
     )(f)
     return click.option(
-        "--reviewer", metavar="NAME", default=None,
-        help="Who decides, as written to the audit log (default: your OS user name).",
+        "--reviewer", metavar="NAME", default=None, envvar=REVIEWER_ENV,
+        help=f"Who decides, as written to the audit log (or set ${REVIEWER_ENV}). Required: "
+        f"decisions are never recorded under a guessed name.",
     )(f)
 
 
-def make_reviewer(name: str | None, roles: tuple[str, ...]) -> Reviewer:
-    if name is None:
-        try:
-            name = getpass.getuser()
-        except Exception:
-            name = "terminal"
-    if not name.strip():
-        raise CliError("--reviewer must not be empty.")
+def make_reviewer(name: str | None, roles: tuple[str, ...], *, command: str) -> Reviewer:
+    """The reviewer given with ``--reviewer`` / ``$INTERLOCK_REVIEWER``; a usage error
+    without one (the operating-system user is not a reviewer identity)."""
+    if name is None or not name.strip():
+        raise CliUsageError(
+            f"{command} records who decides: pass --reviewer NAME (and --role ROLE for "
+            f"role-limited requests) or set {REVIEWER_ENV}=NAME."
+        )
     try:
-        return Reviewer(check_name(name), frozenset(roles))
+        return Reviewer(check_name(name.strip()), frozenset(roles))
     except NotAuthorized as exc:
         raise CliError(str(exc)) from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 import shlex
 import socket
@@ -13,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..demo import DATA_DIR_ENV, MODEL_ENV, build_agent, default_data_dir, prepare
+from ..demo import DATA_DIR_ENV, MODEL_ENV, build_agent, claim, default_data_dir, prepare
 from ..demo.model import SCENARIOS
 from ..errors import MissingDependency
 from ..hitl import HITLRequest
@@ -24,13 +26,11 @@ from ..result import RunResult
 from ._common import CliError, out
 
 HINTS = {
-    "cleanup-cancelled-orders": "a DELETE on the orders table: approve or reject (nobody "
-    "deciding within an hour rejects it)",
-    "late-order-1042": "an apology e-mail to a customer: edit the wording, then approve",
-    "goodwill-credit": "the agent asks how much credit to give: respond with an amount; an "
-    "UPDATE for the DBA follows",
-    "weekly-report": "two e-mails in a row: \"approve and remember\" lets the second one "
-    "through without asking",
+    # the same words as the "try" column of the table in docs/cli.md (a test compares them)
+    "cleanup-cancelled-orders": "approve (the rows go) or reject",
+    "late-order-1042": "edit the subject or body, then approve",
+    "goodwill-credit": "respond 25; an UPDATE customers ... for the DBA follows",
+    "weekly-report": "approve and remember: the finance e-mail goes out without asking",
 }
 
 
@@ -44,6 +44,13 @@ def _waiting_on(result: RunResult) -> str:
         else:
             names.append("an answer")
     return "waits for: " + ", ".join(names)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "your-name"
 
 
 def _bind(port: int) -> socket.socket:
@@ -119,6 +126,12 @@ def demo(port: int, data_dir: Path | None, model: str | None, no_browser: bool) 
         raise CliError(str(exc)) from exc
     console = out()
     data = (data_dir or default_data_dir()).expanduser().resolve()
+    with claim(data):  # a second demo on this directory is refused, not allowed to wipe it
+        _serve(console, data, port, model, no_browser, build_server)
+
+
+def _serve(console: Console, data: Path, port: int, model: str | None, no_browser: bool,
+           build_server: Callable[..., Any]) -> None:
     sock = _bind(port)
     try:
         with console.status("Creating the sample shop database…"):
@@ -157,7 +170,8 @@ def demo(port: int, data_dir: Path | None, model: str | None, no_browser: bool) 
         console.print(runs)
         console.print()
         console.print("Or decide in a terminal (another window):")
-        for line in [f"  {env}interlock review --agent interlock.demo:agent"]:
+        for line in [f"  {env}interlock review --agent interlock.demo:agent "
+                     f"--reviewer {shlex.quote(_user())}"]:
             console.print(Text(line, style="bold"), soft_wrap=True)
         console.print()
         console.print("See what happened:")

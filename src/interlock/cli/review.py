@@ -35,6 +35,7 @@ from ..hitl import ActionRequest, HITLRequest, ReviewConfig
 from ..interrupts import Interrupt
 from ..messages import AssistantMessage
 from ..result import RunResult
+from ..tools import ArgumentError
 from ._common import (
     CliError,
     iter_threads,
@@ -44,6 +45,7 @@ from ._common import (
     short,
     with_agent,
 )
+from ._editdoc import EditDocError, diff_lines, parse, render
 from ._render import json_block, message_lines, request_panel
 
 Outcome = Literal["decided", "gone", "invalid", "skip", "back"]
@@ -61,9 +63,13 @@ KEYS: list[tuple[str, str, str | None]] = [
 ]
 
 EDIT_HELP = [
-    "// Edit the arguments of {name} (call {call_id}) as JSON, then save and close the editor.",
-    "// Lines starting with // are ignored. Save an empty file to cancel the edit.",
+    "// Edit the arguments of {name} (call {call_id}), then save and close the editor.",
+    "// One section per argument: '== name (text) ==' holds text as written (line breaks",
+    "// kept), '== name (JSON) ==' a JSON value. These // lines at the top are ignored.",
+    "// Save an empty file to cancel the edit.",
 ]
+
+CONFIRM_KEYS = [("y", "send this edit"), ("e", "edit again"), ("n", "discard the edit")]
 
 
 @dataclass
@@ -119,6 +125,29 @@ class ReviewSession:
         except ThreadNotFound:
             return None
 
+    def waiting(self) -> int:
+        """How many calls and questions wait for a decision (the ones skipped in this
+        session not counted)."""
+        n = 0
+        for rec in iter_threads(self.agent, "interrupted"):
+            if self.only and rec.thread_id not in self.only:
+                continue
+            for intr in rec.pending:
+                if intr.kind != "review":
+                    n += (rec.thread_id, f"input:{intr.id}") not in self.skipped
+                    continue
+                value = intr.value
+                req = value if isinstance(value, HITLRequest) else \
+                    HITLRequest.model_validate(value)
+                n += sum((rec.thread_id, a.tool_call_id) not in self.skipped
+                         for a in req.action_requests)
+        return n
+
+    def whoami(self) -> Text:
+        roles = ", ".join(sorted(self.reviewer.roles)) or "none"
+        return Text.assemble(("reviewing as ", "dim"), (self.reviewer.id, "bold"),
+                             (f" (roles: {roles})", "dim"))
+
     def next_item(self, prefer: str | None) -> Item | None:
         if prefer is not None and (state := self.load(prefer)) is not None:
             items = self.items_of(state)
@@ -139,6 +168,9 @@ class ReviewSession:
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> None:
+        self.console.print(Text.assemble(
+            "interlock review · ", self.whoami(),
+            (" — decisions are recorded under this name", "dim")))
         expired = self.agent.expire_due()
         if expired:
             self.console.print(f"{len(expired)} thread(s) had requests past their deadline; "
@@ -213,6 +245,10 @@ class ReviewSession:
 
     def show(self, item: Item) -> None:
         self.console.print()
+        n = self.waiting()
+        self.console.print(Text.assemble(
+            (f"{n} request{'s' if n != 1 else ''} waiting", "bold yellow"), " · ",
+            self.whoami()))
         if item.request is None or item.config is None:
             self.console.print(Panel(
                 json_block(item.interrupt.value),
@@ -315,8 +351,9 @@ class ReviewSession:
             self.console.print(Text.assemble(
                 (f"{verb}; ", "bold"), ("but the run then stopped: ", "bold red"),
                 (display.visible(str(exc)), ""),
-                (f"\n(thread {display.one_line(item.thread_id)!r} is marked failed; it can be "
-                                 f"continued with agent.recover())", "dim")))
+                (f"\n(thread {display.one_line(item.thread_id)!r} is marked failed; "
+                 f"`interlock show {display.one_line(item.thread_id)}` shows the error)",
+                 "dim")))
             return "decided"
         self.tally[verb] += 1
         self.report(item, result, verb)
@@ -337,19 +374,31 @@ class ReviewSession:
                                              (" continued and waits for a new decision",
                                               "dim")))
 
+    def schema_problem(self, name: str, args: dict[str, Any]) -> str | None:
+        tool = self.agent.tools_by_name.get(name)
+        if tool is None:
+            return None
+        try:
+            tool.validate_args(args)
+        except ArgumentError as exc:
+            return (f"the edited arguments do not match the schema of tool {name!r}: "
+                    f"{'; '.join(exc.errors)}. Expected arguments: "
+                    f"{sorted(tool.args_schema.get('properties', {}))}.")
+        return None
+
     def edit(self, item: Item) -> Outcome:
         assert item.request is not None
         request = item.request
         header = [h.format(name=display.one_line(request.name),
                            call_id=display.one_line(request.tool_call_id)) for h in EDIT_HELP]
-        body = display.safe_json(request.args)
+        body = render(request.args)
         error: str | None = None
         while True:
             lines = list(header)
             if error:
                 lines += [f"// error: {line}" for line in error.splitlines()]
             try:
-                edited = click.edit("\n".join([*lines, body]) + "\n", extension=".json",
+                edited = click.edit("\n".join([*lines, body]) + "\n", extension=".txt",
                                     require_save=False)
             except click.ClickException as exc:
                 self.console.print(Text(f"could not open the editor: {exc.format_message()} "
@@ -357,28 +406,41 @@ class ReviewSession:
                 return "back"
             if edited is None:
                 return "back"
-            # keep line numbers: comment lines become blank lines
-            text = "\n".join("" if ln.lstrip().startswith("//") else ln
-                             for ln in edited.splitlines())
+            # the comment lines at the top go; a // further down belongs to a value
+            rows = edited.split("\n")
+            while rows and rows[0].lstrip().startswith("//"):
+                rows.pop(0)
+            text = "\n".join(rows)
             if not text.strip():
                 self.console.print("edit cancelled (empty file); nothing was decided",
                                    style="dim")
                 return "back"
-            body = "\n".join(ln for ln in edited.splitlines()
-                             if not ln.lstrip().startswith("//")).strip("\n")
+            body = text.removesuffix("\n")
             try:
-                args = json.loads(text)
-            except ValueError as exc:
-                pos = f" (line {exc.lineno}, column {exc.colno})" if isinstance(
-                    exc, json.JSONDecodeError) else ""
-                error = f"not valid JSON: {getattr(exc, 'msg', str(exc))}{pos}"
-                self.console.print(Text.assemble(("not valid JSON: ", "bold red"),
-                                                 (error.removeprefix("not valid JSON: "), ""),
-                                                 (" — reopening the editor", "dim")))
+                args = parse(text)
+            except EditDocError as exc:
+                error = str(exc)
+                self.console.print(Text.assemble(("cannot read the edit: ", "bold red"),
+                                                 (error, ""), (" — reopening the editor", "dim")))
                 continue
             if args == request.args:
                 self.console.print("the arguments are unchanged; nothing was decided",
                                    style="dim")
+                return "back"
+            error = self.schema_problem(request.name, args)
+            if error is not None:  # the same check resume() makes, before asking to confirm
+                self.console.print(Text.assemble(("not accepted: ", "bold red"), (error, ""),
+                                                 (" — reopening the editor", "dim")))
+                continue
+            self.console.print(Panel(diff_lines(request.args, args),
+                                     title=f"your edit of {request.name}: - proposed, + sent",
+                                     title_align="left", border_style="yellow"))
+            key = self.ask_key(CONFIRM_KEYS)
+            if key == "e":
+                error = None
+                continue
+            if key != "y":
+                self.console.print("edit discarded; nothing was decided", style="dim")
                 return "back"
             outcome = self.submit(item, {"type": "edit", "edited_action": {
                 "name": request.name, "args": args}}, "edited")
@@ -402,22 +464,25 @@ def review(agent: Agent, only: tuple[str, ...], reviewer: str | None,
 
     \b
       a  approve            m  approve and remember for this thread
-      e  edit the arguments in $EDITOR (JSON; checked against the tool's schema,
-         the editor reopens with the error if it does not fit)
+      e  edit the arguments in $EDITOR (one section per argument, text as text;
+         checked against the tool's schema, the editor reopens with the error if
+         it does not fit; the changes are shown before they are sent)
       r  reject, with an optional reason for the agent
       p  respond: answer in place of the tool (for ask-the-user tools)
       v  view the conversation      s  skip      q  quit
 
-    Decisions are recorded under --reviewer (default: your OS user name) and the run
-    continues here with the agent's tools and model, so --agent is required (--db alone can
-    list and show threads but not continue runs).
+    Decisions are recorded under --reviewer NAME (or $INTERLOCK_REVIEWER; required, shown on
+    screen) and the run continues here with the agent's tools and model, so --agent is
+    required (--db alone can list and show threads but not continue runs).
 
     \b
     Examples:
-      interlock review --agent interlock.demo:agent
-      interlock review --agent myapp.agents:agent --db postgresql://review@db/interlock
+      interlock review --agent interlock.demo:agent --reviewer alice
+      INTERLOCK_REVIEWER=alice interlock review --agent myapp.agents:agent \\
+          --db postgresql://review@db/interlock --role dba
     """
-    session = ReviewSession(agent, make_reviewer(reviewer, roles), out(), only)
+    who = make_reviewer(reviewer, roles, command="interlock review")
+    session = ReviewSession(agent, who, out(), only)
     for thread_id in only:
         agent.get_thread(thread_id)  # ThreadNotFound for a typo
     session.run()

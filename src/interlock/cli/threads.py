@@ -122,9 +122,10 @@ def cancel(agent: Agent, thread_id: str, reason: str | None, reviewer: str | Non
 
     \b
     Example:
-      interlock cancel late-order-1042 --db sqlite:///interlock.db --reason "handled by phone"
+      interlock cancel late-order-1042 --db sqlite:///interlock.db --reviewer bob \\
+          --reason "handled by phone"
     """
-    who = make_reviewer(reviewer, roles)
+    who = make_reviewer(reviewer, roles, command="interlock cancel")
     before = {e.tool_call_id for e in agent.get_thread(thread_id).journal
               if e.state not in FINAL_STATES}
     agent.cancel(thread_id, reason=reason, reviewer=who)

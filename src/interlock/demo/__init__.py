@@ -12,6 +12,8 @@ scripted one.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +41,50 @@ def reset_data_dir(data_dir: Path) -> None:
     for name in ("interlock.db", "sample.db"):
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(data_dir, f"{name}{suffix}").unlink(missing_ok=True)
+
+
+@contextmanager
+def claim(data_dir: Path) -> Iterator[None]:
+    """Hold ``data_dir`` for one running demo: a second ``interlock demo`` on the same
+    directory (started by you or, on a shared home, by someone else) is refused instead of
+    wiping the databases the first one serves. A directory that belongs to another user is
+    refused too."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    owner = data_dir.stat().st_uid
+    if hasattr(os, "getuid") and owner != os.getuid():
+        try:
+            import pwd
+
+            name = pwd.getpwuid(owner).pw_name
+        except (ImportError, KeyError):
+            name = f"uid {owner}"
+        raise ConfigurationError(
+            f"The demo directory {data_dir} belongs to {name}, not to you; its data is theirs. "
+            f"Use your own: interlock demo --data-dir DIR (or set {DATA_DIR_ENV})."
+        )
+    lock = open(data_dir / "demo.lock", "a+", encoding="utf-8")  # noqa: SIM115 (held open)
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # not POSIX: no lock
+            pass
+        except OSError:
+            lock.seek(0)
+            pid = lock.read().strip() or "?"
+            raise ConfigurationError(
+                f"Another interlock demo (process {pid}) is running on {data_dir}; starting "
+                f"again would replace the databases it serves. Stop it first (Ctrl-C), or run "
+                f"this one elsewhere: interlock demo --data-dir DIR."
+            ) from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
+    finally:
+        lock.close()
 
 
 def prepare(data_dir: Path) -> Path:
@@ -76,6 +122,7 @@ __all__ = [
     "MODEL_ENV",
     "SCENARIOS",
     "build_agent",
+    "claim",
     "create_sample_db",
     "default_data_dir",
     "estimate_impact",

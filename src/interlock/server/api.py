@@ -254,7 +254,10 @@ async def cancel(state: State, caller: Caller, thread_id: ThreadId,
     Needs a role allowed to decide every pending request."""
     state.limits.text("reason", body.reason if body else None)
     result = await cancel_thread(state, caller, thread_id, body.reason if body else None)
-    return JSONResponse(result.to_json())
+    # the thread's own status (idle: ready for a new message), as GET /threads/{id} says
+    answer = result.to_json()
+    answer["status"] = (await state.agent.aget_thread(thread_id)).status
+    return JSONResponse(answer)
 
 
 async def cancel_thread(state: ServerState, caller: Identity, thread_id: str,

@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import display
 from ..agent import Agent, ThreadState
@@ -73,6 +73,21 @@ class PostDecisions(BaseModel):
     interrupt_id: str | None = Field(
         default=None, description="The request being answered; a stale id gives 409."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_stray_keys(cls, data: Any) -> Any:
+        # ``reviewer`` is tolerated (and ignored); anything else is probably a typo that would
+        # otherwise be dropped silently
+        if isinstance(data, dict):
+            extra = [k for k in data if k not in ("decisions", "interrupt_id", "reviewer")]
+            if extra:
+                raise ValueError(
+                    f"unknown top-level key(s) {', '.join(repr(k) for k in extra)} next to "
+                    f"'decisions': the body is {{\"decisions\": ..., \"interrupt_id\": ...}}; "
+                    f"a message or edited arguments go inside a decision"
+                )
+        return data
 
 
 class PostAnswer(BaseModel):
@@ -185,7 +200,8 @@ class RunOutcome(BaseModel):
     """Returned instead of :class:`Accepted` with ``?wait=true``: how the run ended."""
 
     thread_id: str
-    status: Literal["completed", "interrupted"]
+    status: Literal["completed", "interrupted", "idle"] = Field(
+        description="completed / interrupted for a run; idle after a cancel.")
     output: str | None
     interrupts: list[dict[str, Any]]
     messages: list[dict[str, Any]]
