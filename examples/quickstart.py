@@ -1,13 +1,21 @@
-"""Quickstart: an agent wants to run SQL; a person decides; the run resumes.
+"""Quickstart: an agent wants to run SQL; a person decides; the run resumes, in another process.
 
-Run it twice to see durability: the pause is stored in quickstart.db, so a second process
-can pick up where the first one stopped.
+Run it twice:
 
-    python examples/quickstart.py            # asks you in the terminal (or approves if no tty)
+    python examples/quickstart.py     # 1st: the agent asks to DELETE; the run pauses and is
+                                      #      stored in quickstart.db; this process exits
+    python examples/quickstart.py     # 2nd: a new process finds the paused run, asks you
+                                      #      (approves when there is no terminal), resumes it,
+                                      #      shows the result and removes its files
+
+The files live in $INTERLOCK_QUICKSTART_DIR (default: interlock-quickstart in the system's
+temporary directory).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -15,12 +23,18 @@ from pathlib import Path
 
 from interlock import Agent, HumanInTheLoop, InterruptOn, ScriptedModel, SqliteCheckpointer, tool
 
-workdir = Path(tempfile.mkdtemp(prefix="interlock-quickstart-"))
+THREAD = "quickstart"
+workdir = Path(os.environ.get("INTERLOCK_QUICKSTART_DIR")
+               or Path(tempfile.gettempdir()) / "interlock-quickstart")
+first_run = not (workdir / "quickstart.db").exists()
+workdir.mkdir(parents=True, exist_ok=True)
+
 orders = sqlite3.connect(workdir / "orders.db", check_same_thread=False)  # tools run in a worker
-orders.execute("CREATE TABLE records (id INTEGER PRIMARY KEY, created_at TEXT)")
-orders.executemany("INSERT INTO records (created_at) VALUES (?)",
-                   [("2024-01-01",), ("2024-02-01",), ("2099-01-01",)])
-orders.commit()
+if first_run:
+    orders.execute("CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, created_at TEXT)")
+    orders.executemany("INSERT INTO records (created_at) VALUES (?)",
+                       [("2024-01-01",), ("2024-02-01",), ("2099-01-01",)])
+    orders.commit()
 
 
 @tool
@@ -42,24 +56,37 @@ agent = Agent(
         "execute_sql": InterruptOn(allowed_decisions=["approve", "reject"],
                                    description="🚨 SQL execution requires DBA approval"),
     })],
-    checkpointer=SqliteCheckpointer(workdir / "interlock.db"),
+    checkpointer=SqliteCheckpointer(workdir / "quickstart.db"),
 )
 
-result = agent.invoke("删除数据库中的旧记录", thread_id="quickstart")
-request = result.interrupts[0].value
-for action in request.action_requests:
-    print(f"\nPAUSED: the agent wants to call {action.name}{action.args}")
-    print(f"        {action.description}")
-print(f"        stored in {workdir / 'interlock.db'} (status: {result.status})")
+if first_run:
+    result = agent.invoke("删除数据库中的旧记录", thread_id=THREAD)
+    for action in result.interrupts[0].value.action_requests:
+        print(f"PAUSED: the agent wants to call {action.name}{action.args}")
+        print(f"        {action.description}")
+    print(f"Stored in {workdir / 'quickstart.db'} (status: {result.status}).")
+    print("Run this script again: a new process will pick up the paused run.")
+    agent.close()
+    orders.close()
+    sys.exit(0)
 
+# a second process: the paused run is read back from quickstart.db
+state = agent.get_thread(THREAD)
+action = state.interrupts[0].value.action_requests[0]
+print(f"Found the paused run {THREAD!r} (status: {state.status}): "
+      f"{action.name}{action.args}")
 answer = input("approve? [y/N] ") if sys.stdin.isatty() else "y"
 decision = {"type": "approve"} if answer.strip().lower().startswith("y") else {
     "type": "reject", "message": "Not without a backup."}
 print(f"decision: {decision}")
 
-result = agent.resume("quickstart", [decision])
+result = agent.resume(THREAD, [decision])
 print(f"tool result: {result.messages[2].content}")
-print(f"\n{result.output}")
+print(result.output)
 remaining = orders.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-print(f"records left: {remaining}   audit rows: {len(agent.audit('quickstart'))}   "
+print(f"records left: {remaining}   audit rows: {len(agent.audit(THREAD))}   "
       f"audit chain intact: {not agent.verify_audit()}")
+agent.close()
+orders.close()
+shutil.rmtree(workdir)
+print(f"Removed {workdir}.")

@@ -31,7 +31,7 @@ def postgres_available() -> str | None:
     try:
         import psycopg
     except ImportError:
-        return "psycopg is not installed (pip install 'interlock[postgres]')"
+        return "psycopg is not installed (pip install -e '.[postgres]')"
     try:
         with psycopg.connect(PG_DSN, connect_timeout=3) as conn:
             conn.execute("SELECT 1")

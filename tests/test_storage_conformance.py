@@ -709,7 +709,7 @@ def test_postgres_without_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(MissingDependency) as err:
         PostgresCheckpointer("postgresql://127.0.0.1/db")
-    assert "pip install 'interlock[postgres]'" in str(err.value)
+    assert "pip install -e '.[postgres]'" in str(err.value)
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)

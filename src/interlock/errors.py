@@ -47,7 +47,9 @@ class MissingDependency(InterlockError, ImportError):
     def __init__(self, feature: str, extra: str, module: str) -> None:
         super().__init__(
             f"{feature} needs the optional dependency {module!r}, which is not installed. "
-            f"Install it with: pip install 'interlock[{extra}]'"
+            f"Install it: pip install -e '.[{extra}]' in your interlock checkout, or "
+            f"pip install 'dist/interlock-<version>-py3-none-any.whl[{extra}]' for a built "
+            f"wheel."
         )
         self.extra = extra
 

@@ -88,10 +88,10 @@ def test_missing_sdk_names_the_extra(
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
     with pytest.raises(MissingDependency) as info:
         Agent(model=name)
-    assert f"pip install 'interlock[{extra}]'" in str(info.value)
+    assert f"pip install -e '.[{extra}]' in your interlock checkout" in str(info.value)
     assert info.value.extra == extra
     cls = OpenAIChat if module == "openai" else AnthropicChat
-    with pytest.raises(MissingDependency, match=rf"interlock\[{extra}\]"):
+    with pytest.raises(MissingDependency, match=rf"pip install -e '\.\[{extra}\]'"):
         cls("x", api_key="k")
 
 

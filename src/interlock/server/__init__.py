@@ -1,6 +1,6 @@
 """The review server: HTTP API, reviewer auth, audit endpoints, live web inbox.
 
-Needs the ``server`` extra (``pip install 'interlock[server]'``)::
+Needs the ``server`` extra (``pip install -e '.[server]'`` in a checkout)::
 
     from interlock.server import create_app
     app = create_app(agent)            # any ASGI server

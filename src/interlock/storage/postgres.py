@@ -448,7 +448,7 @@ class PostgresCheckpointer:
             raise StorageError(
                 f"The Postgres database {self._where} (schema {self.schema!r}) has interlock "
                 f"schema version {current}, but this interlock only knows versions up to "
-                f"{SCHEMA_VERSION}. Upgrade interlock (pip install -U 'interlock[postgres]') "
+                f"{SCHEMA_VERSION}. Upgrade interlock "
                 f"in every process that uses this database."
             )
         return current

@@ -243,7 +243,7 @@ class SqliteCheckpointer:
                 raise StorageError(
                     f"The database {self.path!r} has interlock schema version {current}, but "
                     f"this interlock only knows versions up to {SCHEMA_VERSION}. Upgrade "
-                    f"interlock (pip install -U interlock) before opening it."
+                    f"interlock before opening it."
                 )
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for stmt in MIGRATIONS[version - 1].split(";"):
