@@ -15,6 +15,7 @@ from interlock import (
     Agent,
     InterruptConflict,
     InvalidDecision,
+    MemoryCheckpointer,
     NoPendingInterrupt,
     StaleInterrupt,
     ThreadInterrupted,
@@ -185,7 +186,9 @@ async def test_get_thread_with_messages_request_tools_and_history(local: Server)
 
 
 async def test_unknown_thread_is_404_everywhere(local: Server) -> None:
-    expected = str(ThreadNotFound("ghost"))
+    # the memory store adds how to keep threads across processes
+    expected = str(ThreadNotFound(
+        "ghost", in_memory=isinstance(local.agent.checkpointer, MemoryCheckpointer)))
     c = local.client
     for r in [
         await c.get("/api/threads/ghost"),

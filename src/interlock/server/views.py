@@ -77,10 +77,11 @@ class PostDecisions(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_stray_keys(cls, data: Any) -> Any:
-        # ``reviewer`` is tolerated (and ignored); anything else is probably a typo that would
-        # otherwise be dropped silently
+        # ``reviewer`` / ``actor`` are tolerated (and ignored: the token says who decides);
+        # anything else is probably a typo that would otherwise be dropped silently
         if isinstance(data, dict):
-            extra = [k for k in data if k not in ("decisions", "interrupt_id", "reviewer")]
+            extra = [k for k in data
+                     if k not in ("decisions", "interrupt_id", "reviewer", "actor")]
             if extra:
                 raise ValueError(
                     f"unknown top-level key(s) {', '.join(repr(k) for k in extra)} next to "
