@@ -38,7 +38,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# pages whose blocks a test of their own runs (with the setup they need)
+OWN_RUNNER = {"from-langchain.md": ROOT / "tests" / "interop" / "test_from_langchain_doc.py"}
+DOCS = [ROOT / "README.md",
+        *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in OWN_RUNNER)]
 FENCE = re.compile(r"((?:<!-- docs-test: [^\n]*-->\n)*)```(python|bash)\n(.*?)```", re.S)
 MARKER = re.compile(r"<!-- docs-test: (\w[\w-]*) ?(.*?) -->")
 
@@ -384,6 +387,12 @@ def pg_schema(ctx: Ctx) -> dict[str, str]:
     ctx.cleanups.append(drop)
     return {"pg": f"{dsn}?options=-csearch_path%3D{schema}", "pg-dsn": dsn,
             "pg-schema": schema}
+
+
+def test_pages_with_their_own_runner_have_it() -> None:
+    for page, runner in OWN_RUNNER.items():
+        assert (ROOT / "docs" / page).is_file() and runner.is_file()
+        assert page in runner.read_text()
 
 
 def test_blocks_not_run_are_few_and_say_why() -> None:

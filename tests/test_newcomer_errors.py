@@ -108,3 +108,43 @@ def test_extra_key_next_to_decisions_is_reported_and_changes_nothing() -> None:
     state = agent.get_thread("t1")
     assert state.status == "interrupted" and len(state.interrupts) == 1
     assert agent.resume("t1", {"decisions": [{"type": "approve"}]}).output == "done"
+
+
+def test_resume_without_a_thread_id_says_it_is_missing() -> None:
+    agent = gated()
+    assert agent.invoke("clean up", thread_id="t1").interrupted
+    with pytest.raises(ConfigurationError) as info:
+        agent.resume([{"type": "approve"}])  # type: ignore[arg-type]
+    text = str(info.value)
+    assert "the thread id is missing" in text
+    assert "agent.resume('t1', [{'type': 'approve'}])" in text
+    assert agent.get_thread("t1").status == "interrupted"  # nothing was decided
+
+
+def test_langchain_config_names_the_thread() -> None:
+    agent = gated()
+    result = agent.invoke("clean up", config={"configurable": {"thread_id": "lc-1"}})
+    assert result.interrupted and result.thread_id == "lc-1"
+    assert agent.get_thread("lc-1").status == "interrupted"
+    events = list(agent.stream("again", config={"configurable": {"thread_id": "lc-2"}}))
+    assert events[-1].result.thread_id == "lc-2"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("kwargs", "fragment"), [
+    ({}, "invoke() needs a thread id"),
+    ({"config": {"configurable": {}}}, "names no thread"),
+    ({"config": {"recursion_limit": 5, "configurable": {"thread_id": "x"}}},
+     "'recursion_limit', which interlock does not use"),
+    ({"thread_id": "a", "config": {"configurable": {"thread_id": "b"}}},
+     "two different threads"),
+])
+def test_a_thread_spelled_wrong_is_refused_with_the_interlock_spelling(
+        kwargs: dict[str, object], fragment: str) -> None:
+    agent = gated()
+    with pytest.raises(ConfigurationError) as info:
+        agent.invoke("clean up", **kwargs)  # type: ignore[arg-type]
+    text = str(info.value)
+    assert fragment in text
+    if "two different" not in text:
+        assert "agent.invoke(message, thread_id='t1')" in text
+    assert agent.list_threads() == []  # nothing was stored

@@ -112,6 +112,50 @@ def _as_messages(value: Any) -> list[Message]:
         ) from None
 
 
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _thread_of(method: str, thread_id: object, config: object) -> str:
+    """The thread id of an ``invoke`` / ``stream`` call: ``thread_id=...``, or LangChain's
+    ``config={"configurable": {"thread_id": ...}}``."""
+    spelling = (f"agent.{method}(message, thread_id='t1') (LangChain's "
+                f"config={{'configurable': {{'thread_id': 't1'}}}} works too)")
+    if config is not None:
+        configurable = config.get("configurable") if isinstance(config, Mapping) else None
+        from_config = configurable.get("thread_id") if isinstance(configurable, Mapping) \
+            else None
+        if from_config is None:
+            raise ConfigurationError(
+                f"{method}(config={_short(config)}) names no thread: interlock reads only "
+                f"config['configurable']['thread_id']. Write {spelling}."
+            )
+        extra = sorted(set(config) - {"configurable"}) if isinstance(config, Mapping) else []
+        extra += sorted(f"configurable.{k}" for k in configurable if k != "thread_id") \
+            if isinstance(configurable, Mapping) else []
+        if extra:
+            raise ConfigurationError(
+                f"{method}(config=...) has {', '.join(map(repr, extra))}, which interlock does "
+                f"not use (it reads only the thread id; set limits with Agent(max_turns=...)). "
+                f"Pass only the thread: {spelling}."
+            )
+        if thread_id is not None and thread_id != from_config:
+            raise ConfigurationError(
+                f"{method}() got two different threads: thread_id={thread_id!r} and "
+                f"config's thread_id {from_config!r}. Pass one of them."
+            )
+        thread_id = from_config
+    if thread_id is None:
+        raise ConfigurationError(f"{method}() needs a thread id: {spelling}.")
+    if not isinstance(thread_id, str) or not thread_id:
+        raise ConfigurationError(
+            f"{method}(): the thread id must be a non-empty string, got {_short(thread_id)}. "
+            f"Write {spelling}."
+        )
+    return thread_id
+
+
 def _known(thread_id: str) -> str:
     """A thread id to look up; one with text no store can hold cannot name a thread."""
     if text_problem(thread_id) is not None:
@@ -224,17 +268,23 @@ class Agent:
                              on_stored=on_stored)
 
     async def ainvoke(
-        self, input: Any, *, thread_id: str, on_stored: Callable[[], None] | None = None,
+        self, input: Any, *, thread_id: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        on_stored: Callable[[], None] | None = None,
         on_event: Callable[[Event], Awaitable[None]] | None = None,
         reviewer: Reviewer | str | None = None,
     ) -> RunResult:
         """Send a user message (or a ``Command``) and run until the answer or a pause.
+
+        The thread is ``thread_id=...``; LangChain's ``config={"configurable": {"thread_id":
+        ...}}`` names it too.
 
         ``on_stored`` is called once the message (or the resume) is durably stored, before the
         run goes on (the review server answers its HTTP request then); ``on_event`` receives
         the run's events as :meth:`astream` yields them (without the final ``RunCompleted``).
         ``reviewer``: who sends the message; the review requests of the run record it, so that
         ``InterruptOn(self_approval=False)`` keeps that identity from approving them."""
+        thread_id = _thread_of("invoke", thread_id, config)
         if isinstance(input, Command):
             spec = ResumeSpec(command=input.resume, has_command=True)
             return await self._perform(
@@ -270,6 +320,13 @@ class Agent:
         ``on_stored`` / ``on_event``: as for :meth:`ainvoke` — ``on_stored`` is called once the
         decisions are durably stored, even if the run then fails.
         """
+        if not isinstance(thread_id, str):
+            raise ConfigurationError(
+                f"resume() takes the thread id first, then the decisions: "
+                f"agent.resume('t1', [{{'type': 'approve'}}]). It got "
+                f"{type(thread_id).__name__} {_short(thread_id)} where the thread id goes, so "
+                f"the thread id is missing."
+            )
         rv, who = _reviewer(reviewer)
         if decisions is None and value is _UNSET:
             raise ConfigurationError(
@@ -282,10 +339,12 @@ class Agent:
         return await self._perform(thread_id, lambda txn, deps: _loop.resume(txn, deps, spec),
                                    sink=on_event, on_stored=on_stored)
 
-    async def astream(self, input: Any, *, thread_id: str,
+    async def astream(self, input: Any, *, thread_id: str | None = None,
+                      config: Mapping[str, Any] | None = None,
                       reviewer: Reviewer | str | None = None) -> AsyncIterator[Event]:
         """Like :meth:`ainvoke` (a ``Command`` resumes), yielding events as they happen.
         The last event is always :class:`RunCompleted` with the result."""
+        tid = _thread_of("stream", thread_id, config)
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
 
         async def sink(event: Event) -> None:
@@ -293,7 +352,7 @@ class Agent:
 
         async def work() -> RunResult:
             try:
-                return await self.ainvoke(input, thread_id=thread_id, on_event=sink,
+                return await self.ainvoke(input, thread_id=tid, on_event=sink,
                                           reviewer=reviewer)
             finally:
                 await queue.put(None)
@@ -306,7 +365,7 @@ class Agent:
                     break
                 yield event
             result = await task
-            yield RunCompleted(thread_id, result)
+            yield RunCompleted(tid, result)
         finally:
             if not task.done():
                 task.cancel()
@@ -453,11 +512,13 @@ class Agent:
 
     # ------------------------------------------------------------------ sync wrappers
 
-    def invoke(self, input: Any, *, thread_id: str,
+    def invoke(self, input: Any, *, thread_id: str | None = None,
+               config: Mapping[str, Any] | None = None,
                on_stored: Callable[[], None] | None = None,
                reviewer: Reviewer | str | None = None) -> RunResult:
         """Sync form of :meth:`ainvoke`."""
-        return run_blocking(self.ainvoke(input, thread_id=thread_id, on_stored=on_stored,
+        tid = _thread_of("invoke", thread_id, config)
+        return run_blocking(self.ainvoke(input, thread_id=tid, on_stored=on_stored,
                                          reviewer=reviewer), "invoke")
 
     def resume(
@@ -470,10 +531,12 @@ class Agent:
                                          interrupt_id=interrupt_id, reviewer=reviewer,
                                          actor=actor, on_stored=on_stored), "resume")
 
-    def stream(self, input: Any, *, thread_id: str,
+    def stream(self, input: Any, *, thread_id: str | None = None,
+               config: Mapping[str, Any] | None = None,
                reviewer: Reviewer | str | None = None) -> Iterator[Event]:
         """Sync form of :meth:`astream`."""
-        return iterate_blocking(self.astream(input, thread_id=thread_id, reviewer=reviewer),
+        tid = _thread_of("stream", thread_id, config)
+        return iterate_blocking(self.astream(input, thread_id=tid, reviewer=reviewer),
                                 "stream")
 
     def recover(self, thread_id: str) -> RunResult:

@@ -267,3 +267,23 @@ def test_cli_refuses_a_public_bind_without_tokens(monkeypatch: pytest.MonkeyPatc
                                        "--host", "0.0.0.0", "--port", "0"])
     assert result.exit_code == 2, result.output
     assert "Refusing to listen on '0.0.0.0' without reviewer tokens" in result.output
+
+
+
+@pytest.mark.anyio
+async def test_thread_detail_says_who_may_post_a_follow_up(secured: Server) -> None:
+    """The inbox offers a follow-up message only to those interlock.authz.may_post allows:
+    admins and the thread's creator (as far as the thread records it), not every token."""
+    await start(secured, "hello", "fu")
+    for token in (ALICE, BOB, CAROL):
+        r = await secured.client.get("/api/threads/fu", headers=bearer(token))
+        assert r.status_code == 200, r.text
+        assert r.json()["may_post"] is False, token
+
+
+@pytest.mark.anyio
+async def test_local_reviewer_may_post_a_follow_up(local: Server) -> None:
+    r = await local.client.post("/api/threads", params={"wait": "true"},
+                                json={"message": "hello", "thread_id": "fu"})
+    assert r.status_code == 200, r.text
+    assert (await local.client.get("/api/threads/fu")).json()["may_post"] is True

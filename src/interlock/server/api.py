@@ -200,9 +200,10 @@ async def start_run(request: Request, state: State, caller: Caller, body: StartR
 
 @router.get("/threads/{thread_id}", response_model=ThreadDetail, tags=["threads"],
             responses=_err(401, 404))
-async def get_thread(state: State, _: Caller, thread_id: ThreadId) -> ThreadDetail:
+async def get_thread(state: State, caller: Caller, thread_id: ThreadId) -> ThreadDetail:
     """A thread: its messages, pending requests, every tool call and its audit history."""
-    return await thread_detail(state.agent, await state.agent.aget_thread(thread_id))
+    return await thread_detail(state.agent, await state.agent.aget_thread(thread_id),
+                               caller.reviewer())
 
 
 @router.post("/threads/{thread_id}/messages", status_code=202, tags=["threads"],

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .. import display
 from ..agent import Agent, ThreadState
 from ..audit_verify import AuditHead
+from ..authz import Reviewer, ThreadFacts, may_post
 from ..hitl import HITLRequest
 from ..interrupts import Interrupt
 from ..messages import Message
@@ -186,6 +187,9 @@ class ThreadDetail(BaseModel):
     history: list[AuditRecord] = Field(description="The thread's audit rows, oldest first.")
     history_truncated: bool = False
     tools: dict[str, ToolInfo] = Field(description="Tools named by the pending requests.")
+    may_post: bool = Field(default=True, description="Whether the caller may send this "
+                           "thread a new message (interlock.authz.may_post: its creator and "
+                           "admins); the inbox offers a follow-up message only then.")
 
 
 class Accepted(BaseModel):
@@ -291,7 +295,8 @@ def thread_summary(rec: ThreadRecord) -> ThreadSummary:
 HISTORY_LIMIT = 2000
 
 
-async def thread_detail(agent: Agent, state: ThreadState) -> ThreadDetail:
+async def thread_detail(agent: Agent, state: ThreadState,
+                        reviewer: Reviewer | None = None) -> ThreadDetail:
     calls = await agent.ajournal(state.thread_id)
     history = await agent.aaudit(state.thread_id, limit=HISTORY_LIMIT + 1)
     names: set[str] = set()
@@ -310,4 +315,6 @@ async def thread_detail(agent: Agent, state: ThreadState) -> ThreadDetail:
         messages=state.messages, interrupts=state.interrupts, remembered=state.remembered,
         calls=calls, history=history[:HISTORY_LIMIT],
         history_truncated=len(history) > HISTORY_LIMIT, tools=tools,
+        may_post=may_post(reviewer, ThreadFacts(
+            state.thread_id, created_by=getattr(state, "created_by", None)))
     )

@@ -798,7 +798,8 @@ function renderConversation(t) {
 // question, or a reviewer cancelled): it starts a run. The server decides who may post.
 function renderFollowUp(t) {
   const box = parts.followUp;
-  const open = (t.status === "completed" || t.status === "idle") && !t.interrupts.length;
+  const open = (t.status === "completed" || t.status === "idle") && !t.interrupts.length
+    && t.may_post !== false;  // the server's rule: the thread's creator and admins
   if (!open) {
     clear(box);
     box.hidden = true;
