@@ -379,12 +379,22 @@ def test_threads_sharing_one_timestamp_are_paged_without_gaps(stores: StoreFacto
     assert listed == sorted((f"t{n:04d}" for n in range(1000)), reverse=True)
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite"], indirect=True)
+@pytest.mark.parametrize("backend", ["memory", "sqlite",
+                                     pytest.param("postgres", marks=pytest.mark.slow)],
+                         indirect=True)
 def test_a_thousand_threads_with_one_timestamp_are_all_listed_and_expired(
     stores: StoreFactory,
 ) -> None:
+    # durability is not what is tested here: commits skip the wait for the disk
     if stores.kind == "sqlite":
         store: Checkpointer = SqliteCheckpointer(stores.sqlite_path, synchronous="OFF")
+    elif stores.kind == "postgres":
+        from conftest import PG_DSN
+        from interlock import PostgresCheckpointer
+
+        store = PostgresCheckpointer(f"{PG_DSN}?options=-csynchronous_commit%3Doff",
+                                     schema=stores.pg_schema)
+        stores.made.append(store)
     else:
         store = stores()
     now = [datetime(2026, 1, 1, tzinfo=UTC)]
