@@ -87,10 +87,17 @@ def wait_for(what: str, check: Any, timeout: float = 20) -> None:
         time.sleep(0.05)
 
 
+def default_sigint() -> None:
+    """In the child: Ctrl-C raises KeyboardInterrupt, as in a terminal, even when this test
+    runs in a process that ignores SIGINT (a background job of a non-interactive shell does;
+    the child would inherit that, and Python would then never raise KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def child(env: dict[str, str], action: str, thread_id: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, str(PROCS / "slow_run.py"), action, thread_id],
                             env=env, cwd=PROCS, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=default_sigint)
 
 
 def unknown_requests(agent: Agent, thread_id: str) -> int:
