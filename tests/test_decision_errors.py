@@ -22,6 +22,7 @@ from interlock import (
     InterruptOn,
     InvalidDecision,
     NoPendingInterrupt,
+    NotAuthorized,
     Reject,
     ScriptedModel,
     SqliteCheckpointer,
@@ -188,7 +189,7 @@ def test_edit_into_another_tool_respects_its_policy(stores: StoreFactory) -> Non
     agent = Agent(model=ScriptedModel(script), tools=[send_email, draft_email, wire_money],
                   middleware=[policy], checkpointer=stores())
     agent.invoke("mail everyone", thread_id="t")
-    with pytest.raises(InvalidDecision, match=r"'wire_money'.*does not allow 'approve'"):
+    with pytest.raises(NotAuthorized, match=r"'wire_money'.*does not allow 'approve'"):
         agent.resume("t", [{"type": "edit", "edited_action": {
             "name": "wire_money", "args": {"to": "me", "body": "1M"}}}])
     done = agent.resume("t", [{"type": "edit", "edited_action": {

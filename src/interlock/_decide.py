@@ -12,6 +12,7 @@ from ._deps import RunDeps
 from ._texts import cancel_text, digest, expired_text, reject_text, unknown_reject_text
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
+from .authz import actor_of, check_answer, check_cancel, check_revoke, facts_of
 from .decisions import (
     Approve,
     Edit,
@@ -182,10 +183,16 @@ async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
         remaining = [i for i in remaining if i.id != review.id]
         remaining += _apply_decisions(txn, deps, review, spec, journal, audit, remembered)
     elif spec.has_value:
+        check_answer(spec.reviewer, facts_of(txn.t))
         target = _target(txn, pending, "input", spec.interrupt_id)
         answers[target.id] = spec.value
     elif not answers:
         raise InvalidDecision(txn.thread_id, "resume needs decisions=... or value=....")
+    if answers and not spec.has_value:
+        check_answer(spec.reviewer, facts_of(txn.t))
+    if (spec.reviewer is not None and spec.decisions is not None
+            and spec.reviewer.id not in txn.t.deciders):
+        updates["deciders"] = [*txn.t.deciders, spec.reviewer.id]  # they may read it now
     for iid, value in answers.items():
         intr = next((i for i in pending if i.id == iid), None)
         if intr is None:
@@ -234,7 +241,7 @@ def _apply_decisions(
     }
     resolved = resolve_decisions(
         txn.thread_id, calls, spec.decisions, tools=deps.tools_by_name,
-        allows_approve=deps.allows_approve, reviewer=spec.reviewer, decided=decided,
+        policies=deps.tool_policies, reviewer=spec.reviewer, decided=decided,
     )
     now = txn.now()
     done: set[str] = set()
@@ -321,9 +328,12 @@ def _decided_entry(e: JournalEntry, r: ResolvedDecision, actor: str, now: dateti
     return e.model_copy(update={**base, "state": CallState.RESPONDED, "result": msg})
 
 
-async def cancel(txn: ThreadTxn, reason: str | None, actor: str) -> None:
-    """Close every open call of the thread as cancelled; the thread goes idle."""
+async def cancel(txn: ThreadTxn, reason: str | None, reviewer: Reviewer | None) -> None:
+    """Close every open call of the thread as cancelled; the thread goes idle. ``reviewer``
+    needs the right to decide every pending call (:mod:`interlock.authz`)."""
     await txn.load()
+    check_cancel(reviewer, facts_of(txn.t))
+    actor = actor_of(reviewer)
     t = txn.t
     if not t.pending and t.turn is None:
         raise NoPendingInterrupt(txn.thread_id)
@@ -400,9 +410,14 @@ def _escalated(call: PendingCall, now: datetime) -> PendingCall:
         "escalated_at": now, "reviewers": reviewers}))
 
 
-async def revoke(txn: ThreadTxn, tool_name: str, actor: str) -> bool:
-    """Withdraw the remembered approval for ``tool_name``; False if there was none."""
+async def revoke(txn: ThreadTxn, deps: RunDeps, tool_name: str,
+                 reviewer: Reviewer | None) -> bool:
+    """Withdraw the remembered approval for ``tool_name``; False if there was none. Needs the
+    right to post to the thread or to decide that tool (:mod:`interlock.authz`)."""
     await txn.load()
+    for policy in deps.tool_policies(tool_name):
+        check_revoke(reviewer, facts_of(txn.t), policy)
+    actor = actor_of(reviewer)
     rules = [r for r in txn.t.remembered if r.tool_name != tool_name]
     if len(rules) == len(txn.t.remembered):
         return False

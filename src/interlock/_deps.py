@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ._snapshots import SnapshotCache
+from .authz import ToolPolicy
 from .middleware import BoundMiddleware, ToolCallHandler
 from .models.base import Model
 from .tools import Tool
@@ -36,6 +37,15 @@ class RunDeps:
         """Whether every middleware lets ``tool_name`` be approved (for cross-tool edits)."""
         return all(m.allows_approve(tool_name) for m in self.middleware
                    if m.allows_approve is not None)
+
+    def tool_policies(self, tool_name: str) -> list[ToolPolicy]:
+        """What an edit *into* ``tool_name`` must satisfy: whether it may be approved, and the
+        roles each middleware requires for it (:mod:`interlock.authz`)."""
+        out = [ToolPolicy(tool_name, self.allows_approve(tool_name))]
+        for m in self.middleware:
+            if m.reviewers_for is not None and (roles := m.reviewers_for(tool_name)) is not None:
+                out.append(ToolPolicy(tool_name, True, tuple(roles)))
+        return out
 
     def schema(self, tool_name: str) -> dict[str, Any]:
         tool = self.tools_by_name.get(tool_name)

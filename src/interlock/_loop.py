@@ -20,9 +20,18 @@ from inspect import isawaitable
 from ._decide import ResumeSpec, apply_resume, expire_due, raise_if_answered
 from ._deps import RunDeps
 from ._execute import execute, handle_unknown, known_outcome, store_outcome
-from ._texts import SYSTEM
+from ._texts import SYSTEM, digest
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
+from .authz import (
+    Reviewer,
+    actor_of,
+    check_post,
+    facts_of,
+    remember_applies,
+    starter_fields,
+    starter_of,
+)
 from .decisions import PendingCall
 from .errors import (
     InterlockError,
@@ -59,14 +68,20 @@ from .text import escaped, storable_reply
 # ---------------------------------------------------------------------- entry steps
 
 
-async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message], *,
-                sender: str | None = None) -> RunResult:
-    """New input on a thread (created if needed), sent by ``sender`` when known."""
+async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message],
+                by: Reviewer | None = None) -> RunResult:
+    """New input on a thread (created if needed), sent by ``by`` (``None``: the application).
+    A new thread records ``by`` as its creator; an existing one takes input only from those
+    who may post to it (:mod:`interlock.authz`)."""
     needs_recovery = await txn.load(create=True)
     preview = next(
         (m.content[:200] for m in reversed(new_messages) if isinstance(m, UserMessage)), ""
     )
-    if txn.version is not None:
+    actor = actor_of(by)
+    if txn.version is None:
+        txn.stage(created_by=None if by is None else actor)
+    else:
+        check_post(by, facts_of(txn.t))
         if needs_recovery:
             await take_over(txn, deps)
             if txn.t.pending:
@@ -79,8 +94,15 @@ async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message], *,
     # waits for that (``on_stored``, the review server), otherwise together with the model's
     # first reply (one commit less; if the process dies in between, the caller never got an
     # answer and simply sends the message again).
+    first = txn.t.message_count
+    posted = [AuditItem(AuditKind.MESSAGE_POSTED, actor, None,
+                        {"seq": first + n, "role": m.role,
+                         "sha256": digest(m.model_dump(mode="json"))})
+              for n, m in enumerate(new_messages)]
     txn.stage(messages=new_messages, status="running", error=None, preview=preview,
-              started_by=sender)
+              **starter_fields(by),
+              audit=[*posted, AuditItem(AuditKind.RUN_STARTED, actor, None,
+                                        {"trigger": "message"})])
     if txn.on_stored is not None:
         await txn.flush()
         txn.stored()
@@ -293,7 +315,10 @@ async def run_hooks(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
     answers = list(hooks.answers)
     marks: dict[str, Mark] = {k: mark_from_record(v) for k, v in hooks.marks.items()}
     turn = ModelTurn(thread_id=txn.thread_id, message=message, messages=txn.s.messages,
-                     tools=deps.tools_by_name, remembered_rules=txn.t.remembered, marks=marks)
+                     tools=deps.tools_by_name, marks=marks,
+                     # remembered approvals apply only to runs started by someone who may post
+                     remembered_rules=txn.t.remembered
+                     if remember_applies(starter_of(txn.t), facts_of(txn.t)) else ())
     middleware = deps.middleware
     while index < len(middleware):
         mw = middleware[index]
@@ -367,7 +392,8 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
                              requested_by=txn.t.started_by,
                              escalate_to=list(mark.escalate_to) if mark.escalate_to else None,
                              escalate_at=now + mark.escalate_after if mark.escalate_after
-                             else None),
+                             else None,
+                             allow_remember=mark.allow_remember),
             ))
         elif call.name not in deps.tools_by_name:
             msg = ToolMessage(
@@ -381,7 +407,8 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
                 **base, "state": CallState.AUTO_APPROVED, "decided_by": f"rule:{mark.rule}"}))
             audit.append(AuditItem(AuditKind.AUTO_APPROVED, f"rule:{mark.rule}", call.id,
                                    {"name": call.name, "args": call.args, "rule": mark.rule,
-                                    "middleware": mark.by}))
+                                    "middleware": mark.by,
+                                    "caused_by": actor_of(starter_of(txn.t))}))
         else:
             entries.append(e.model_copy(update={
                 **base, "state": CallState.APPROVED, "decided_by": "policy"}))

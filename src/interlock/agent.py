@@ -20,7 +20,7 @@ from ._sync import iterate_blocking, run_blocking
 from ._texts import public_interrupt
 from ._txn import Sink, ThreadTxn
 from .audit_verify import AuditHead, AuditReport, export_head, verify_store
-from .decisions import Reviewer
+from .authz import Reviewer, actor_of, check_name, check_read, facts_of, may_read
 from .errors import (
     ConfigurationError,
     InterlockError,
@@ -81,6 +81,8 @@ class ThreadState:
     error: str | None = None
     preview: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    created_by: str | None = None
+    """Who created the thread (``None``: the application); see :mod:`interlock.authz`."""
 
 
 def _coerce_input(value: Any) -> list[Message]:
@@ -164,12 +166,10 @@ def _known(thread_id: str) -> str:
 
 
 def _reviewer(reviewer: Reviewer | str | None) -> tuple[Reviewer | None, str]:
+    """The acting identity and the name recorded for it; reserved names are refused."""
     check_input(reviewer.id if isinstance(reviewer, Reviewer) else reviewer, "the reviewer id")
-    if reviewer is None:
-        return None, "local"
-    if isinstance(reviewer, str):
-        return Reviewer(reviewer), reviewer
-    return reviewer, reviewer.id
+    rv = Reviewer(reviewer) if isinstance(reviewer, str) else reviewer
+    return rv, actor_of(rv)
 
 
 class Agent:
@@ -282,19 +282,22 @@ class Agent:
         ``on_stored`` is called once the message (or the resume) is durably stored, before the
         run goes on (the review server answers its HTTP request then); ``on_event`` receives
         the run's events as :meth:`astream` yields them (without the final ``RunCompleted``).
-        ``reviewer``: who sends the message; the review requests of the run record it, so that
+        ``reviewer``: who sends the message (``None``: the application itself). A new thread
+        records it as its creator; an existing thread takes messages only from its creator and
+        holders of the ``admin`` role (:mod:`interlock.authz`), otherwise
+        :class:`NotAuthorized`. The review requests of the run record it, so that
         ``InterruptOn(self_approval=False)`` keeps that identity from approving them."""
         thread_id = _thread_of("invoke", thread_id, config)
+        rv, who = _reviewer(reviewer)
         if isinstance(input, Command):
-            spec = ResumeSpec(command=input.resume, has_command=True)
+            spec = ResumeSpec(command=input.resume, has_command=True, reviewer=rv, actor=who)
             return await self._perform(
                 thread_id, lambda txn, deps: _loop.resume(txn, deps, spec), sink=on_event,
                 on_stored=on_stored)
         messages = _coerce_input(input)
-        sender = None if reviewer is None else _reviewer(reviewer)[1]
         return await self._perform(
-            thread_id, lambda txn, deps: _loop.start(txn, deps, messages, sender=sender),
-            sink=on_event, on_stored=on_stored)
+            thread_id, lambda txn, deps: _loop.start(txn, deps, messages, rv), sink=on_event,
+            on_stored=on_stored)
 
     async def aresume(
         self,
@@ -335,7 +338,7 @@ class Agent:
             )
         spec = ResumeSpec(decisions=decisions, value=None if value is _UNSET else value,
                           has_value=value is not _UNSET, interrupt_id=interrupt_id,
-                          reviewer=rv, actor=actor or who)
+                          reviewer=rv, actor=check_name(actor) if actor else who)
         return await self._perform(thread_id, lambda txn, deps: _loop.resume(txn, deps, spec),
                                    sink=on_event, on_stored=on_stored)
 
@@ -400,12 +403,13 @@ class Agent:
         self, thread_id: str, *, reason: str | None = None,
         reviewer: Reviewer | str | None = None,
     ) -> RunResult:
-        """Close every pending call with a "cancelled by reviewer" result; the thread goes idle."""
-        _, actor = _reviewer(reviewer)
+        """Close every pending call with a "cancelled by reviewer" result; the thread goes idle.
+        ``reviewer`` needs the right to decide every pending call (:mod:`interlock.authz`)."""
+        rv, _ = _reviewer(reviewer)
         check_input(reason, "the cancel reason")
 
         async def step(txn: ThreadTxn, deps: RunDeps) -> RunResult:
-            await _decide.cancel(txn, reason, actor)
+            await _decide.cancel(txn, reason, rv)
             return txn.result()
 
         return await self._perform(thread_id, step)
@@ -434,30 +438,50 @@ class Agent:
 
     # ------------------------------------------------------------------ reading
 
-    async def aget_thread(self, thread_id: str) -> ThreadState:
+    async def aget_thread(self, thread_id: str, *,
+                          reviewer: Reviewer | str | None = None) -> ThreadState:
+        """A thread as stored. With ``reviewer``: only if that identity may read it."""
         snap = await self.checkpointer.load(_known(thread_id))
         if snap is None:
             raise ThreadNotFound(
                 thread_id, in_memory=isinstance(self.checkpointer, MemoryCheckpointer))
         t = snap.thread
+        if reviewer is not None:
+            check_read(_reviewer(reviewer)[0], facts_of(t))
         return ThreadState(
             thread_id=t.thread_id, status=t.status, version=t.version, messages=snap.messages,
             interrupts=[public_interrupt(i) for i in t.pending], remembered=list(t.remembered),
             journal=sorted(snap.journal.values(), key=lambda e: e.position),
             created_at=t.created_at, updated_at=t.updated_at, error=t.error, preview=t.preview,
-            metadata=t.metadata,
+            metadata=t.metadata, created_by=t.created_by,
         )
 
     async def alist_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
+        reviewer: Reviewer | str | None = None,
     ) -> list[ThreadRecord]:
         """Threads, newest first; page with ``before`` / ``before_id`` = the last row's
         ``updated_at`` / ``thread_id`` (see :mod:`interlock.paging`). ``search``: only threads
         whose id, latest message preview or pending requests (tool names, arguments,
-        questions) contain this text, ignoring case."""
-        return await self.checkpointer.list_threads(status=status, limit=limit, before=before,
-                                                    before_id=before_id, search=search)
+        questions) contain this text, ignoring case. With ``reviewer``: only the threads it
+        may read (:mod:`interlock.authz`)."""
+        rv, _ = _reviewer(reviewer)
+        if rv is None or rv.is_admin:
+            return await self.checkpointer.list_threads(status=status, limit=limit,
+                                                        before=before, before_id=before_id,
+                                                        search=search)
+        out: list[ThreadRecord] = []
+        page = max(limit, 200)
+        while len(out) < limit:
+            batch = await self.checkpointer.list_threads(status=status, limit=page,
+                                                         before=before, before_id=before_id,
+                                                         search=search)
+            out.extend(r for r in batch if may_read(rv, facts_of(r)))
+            if len(batch) < page:
+                break
+            before, before_id = batch[-1].updated_at, batch[-1].thread_id
+        return out[:limit]
 
     async def acount_threads(self, *, status: str | None = None,
                              search: str | None = None) -> int:
@@ -473,24 +497,50 @@ class Agent:
     async def ajournal(self, thread_id: str) -> list[JournalEntry]:
         return await self.checkpointer.journal(_known(thread_id))
 
-    async def aremembered(self, thread_id: str) -> list[RememberedApproval]:
+    async def aremembered(self, thread_id: str, *,
+                          reviewer: Reviewer | str | None = None) -> list[RememberedApproval]:
         """Standing approvals ("approve and remember") of a thread."""
-        return (await self.aget_thread(thread_id)).remembered
+        return (await self.aget_thread(thread_id, reviewer=reviewer)).remembered
 
     async def arevoke(
         self, thread_id: str, tool_name: str, *, reviewer: Reviewer | str | None = None
     ) -> bool:
-        """Withdraw the remembered approval for ``tool_name``; returns False if there was none."""
-        _, actor = _reviewer(reviewer)
+        """Withdraw the remembered approval for ``tool_name``; returns False if there was none.
+        ``reviewer`` must be allowed to post to the thread or to decide that tool."""
+        rv, _ = _reviewer(reviewer)
         check_input(tool_name, "the tool name")
         return await self._perform(
-            thread_id, lambda txn, deps: _decide.revoke(txn, tool_name, actor))
+            thread_id, lambda txn, deps: _decide.revoke(txn, deps, tool_name, rv))
 
     async def aaudit(
-        self, thread_id: str | None = None, *, after_id: int = 0, limit: int = 1000
+        self, thread_id: str | None = None, *, after_id: int = 0, limit: int = 1000,
+        reviewer: Reviewer | str | None = None,
     ) -> list[AuditRecord]:
-        return await self.checkpointer.audit(thread_id=thread_id and _known(thread_id),
-                                             after_id=after_id, limit=limit)
+        """Audit rows in insertion order. With ``reviewer``: only rows of threads it may read
+        (one thread it may not read: :class:`NotAuthorized`)."""
+        rv, _ = _reviewer(reviewer)
+        if rv is None or rv.is_admin:
+            return await self.checkpointer.audit(thread_id=thread_id and _known(thread_id),
+                                                 after_id=after_id, limit=limit)
+        if thread_id is not None:
+            await self.aget_thread(thread_id, reviewer=rv)
+            return await self.checkpointer.audit(thread_id=thread_id, after_id=after_id,
+                                                 limit=limit)
+        readable: dict[str, bool] = {}
+        out: list[AuditRecord] = []
+        while len(out) < limit:
+            batch = await self.checkpointer.audit(after_id=after_id, limit=limit)
+            for r in batch:
+                if r.thread_id not in readable:
+                    snap = await self.checkpointer.load(r.thread_id)
+                    readable[r.thread_id] = snap is not None and may_read(
+                        rv, facts_of(snap.thread))
+                if readable[r.thread_id]:
+                    out.append(r)
+            if len(batch) < limit:
+                break
+            after_id = batch[-1].id or after_id
+        return out[:limit]
 
     async def averify_audit(
         self, thread_id: str | None = None, *, allow_unsigned: bool = False,
@@ -553,16 +603,18 @@ class Agent:
     def expire_due(self) -> list[RunResult]:
         return run_blocking(self.aexpire_due(), "expire_due")
 
-    def get_thread(self, thread_id: str) -> ThreadState:
-        return run_blocking(self.aget_thread(thread_id), "get_thread")
+    def get_thread(self, thread_id: str, *,
+                   reviewer: Reviewer | str | None = None) -> ThreadState:
+        return run_blocking(self.aget_thread(thread_id, reviewer=reviewer), "get_thread")
 
     def list_threads(self, *, status: str | None = None, limit: int = 50,
                      before: datetime | None = None,
                      before_id: str | None = None,
-                     search: str | None = None) -> list[ThreadRecord]:
+                     search: str | None = None,
+                     reviewer: Reviewer | str | None = None) -> list[ThreadRecord]:
         return run_blocking(self.alist_threads(status=status, limit=limit, before=before,
-                                               before_id=before_id, search=search),
-                            "list_threads")
+                                               before_id=before_id, search=search,
+                                               reviewer=reviewer), "list_threads")
 
     def count_threads(self, *, status: str | None = None, search: str | None = None) -> int:
         """Sync form of :meth:`acount_threads`."""
@@ -576,16 +628,18 @@ class Agent:
     def journal(self, thread_id: str) -> list[JournalEntry]:
         return run_blocking(self.ajournal(thread_id), "journal")
 
-    def remembered(self, thread_id: str) -> list[RememberedApproval]:
-        return run_blocking(self.aremembered(thread_id), "remembered")
+    def remembered(self, thread_id: str, *,
+                   reviewer: Reviewer | str | None = None) -> list[RememberedApproval]:
+        return run_blocking(self.aremembered(thread_id, reviewer=reviewer), "remembered")
 
     def revoke(self, thread_id: str, tool_name: str, *,
                reviewer: Reviewer | str | None = None) -> bool:
         return run_blocking(self.arevoke(thread_id, tool_name, reviewer=reviewer), "revoke")
 
-    def audit(self, thread_id: str | None = None, *, after_id: int = 0,
-              limit: int = 1000) -> list[AuditRecord]:
-        return run_blocking(self.aaudit(thread_id, after_id=after_id, limit=limit), "audit")
+    def audit(self, thread_id: str | None = None, *, after_id: int = 0, limit: int = 1000,
+              reviewer: Reviewer | str | None = None) -> list[AuditRecord]:
+        return run_blocking(self.aaudit(thread_id, after_id=after_id, limit=limit,
+                                        reviewer=reviewer), "audit")
 
     def verify_audit(self, thread_id: str | None = None, *, allow_unsigned: bool = False,
                      head: AuditHead | None = None) -> AuditReport:

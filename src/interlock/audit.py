@@ -29,6 +29,10 @@ GENESIS = "0" * 64
 class AuditKind(StrEnum):
     """Every kind of audit row interlock writes (``AuditRecord.kind`` holds the value)."""
 
+    MESSAGE_POSTED = "message_posted"
+    """Someone sent a message to the thread (actor: who; data: its seq and SHA-256)."""
+    RUN_STARTED = "run_started"
+    """A run started (actor: who sent the input that started it)."""
     REQUEST_RAISED = "request_raised"
     """A review request was created (or grew) for gated calls."""
     DECISION = "decision"

@@ -31,8 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import NotAuthorized
+from .hitl import HITLRequest
+from .storage.base import ThreadRecord
 
 ADMIN_ROLE = "admin"
 """Holders of this role may read and post to every thread (it does not let them decide
@@ -261,3 +264,32 @@ def readable(reviewer: Reviewer | None, facts: Iterable[ThreadFacts]) -> list[st
     """The ids of the threads ``reviewer`` may read, in the given order."""
     return [f.thread_id for f in facts if may_read(reviewer, f)]
 
+
+def facts_of(thread: ThreadRecord) -> ThreadFacts:
+    """The access facts of a stored thread row."""
+    calls: list[CallPolicy] = []
+    question = False
+    for intr in thread.pending:
+        if intr.kind != "review":
+            question = True
+            continue
+        req = intr.value if isinstance(intr.value, HITLRequest) else \
+            HITLRequest.model_validate(intr.value)
+        for a, c in zip(req.action_requests, req.review_configs, strict=True):
+            calls.append(CallPolicy(a.tool_call_id, a.name,
+                                    tuple(c.reviewers) if c.reviewers is not None else None))
+    return ThreadFacts(thread_id=thread.thread_id, created_by=thread.created_by,
+                       pending=tuple(calls), question_pending=question,
+                       deciders=frozenset(thread.deciders))
+
+
+def starter_of(thread: ThreadRecord) -> Reviewer | None:
+    """The identity that started the thread's current run (``None``: the application)."""
+    s = thread.started_by
+    return None if s is None else Reviewer(s, frozenset(thread.started_by_roles))
+
+
+def starter_fields(reviewer: Reviewer | None) -> dict[str, Any]:
+    """What a thread row records about the identity that starts a run."""
+    return {"started_by": None if reviewer is None else check_name(reviewer.id),
+            "started_by_roles": [] if reviewer is None else sorted(reviewer.roles)}

@@ -12,8 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from .authz import CallPolicy, ToolPolicy, check_decision
 from .authz import Reviewer as Reviewer  # re-exported: where it always was
-from .errors import InvalidDecision, NotAuthorized
+from .errors import InvalidDecision
 from .hitl import ActionRequest, ReviewConfig
 from .tools import ArgumentError, Tool
 
@@ -149,7 +150,7 @@ def resolve_decisions(
     raw: Any,
     *,
     tools: Mapping[str, Tool],
-    allows_approve: Callable[[str], bool],
+    policies: Callable[[str], Sequence[ToolPolicy]],
     reviewer: Reviewer | None,
     decided: Mapping[str, str],
 ) -> list[ResolvedDecision]:
@@ -158,6 +159,8 @@ def resolve_decisions(
     ``raw`` is a list (one decision per undecided call, in order), a mapping
     ``tool_call_id -> decision`` (any subset), a single decision when one call is pending, or
     LangChain's ``{"decisions": [...]}``. ``decided`` maps already-decided call ids to their state.
+    ``policies(name)``: the review policies of tool ``name`` (for edits into another tool).
+    Who may decide what is :mod:`interlock.authz`'s rule.
     """
     if isinstance(raw, Mapping) and "decisions" in raw and len(raw) > 1:
         extra = ", ".join(repr(k) for k in raw if k != "decisions")
@@ -227,28 +230,26 @@ def resolve_decisions(
         where = _where(pos, total, call)
         allowed = list(call.config.allowed_decisions)
         decision = _parse_one(thread_id, item, where, allowed)
-        _check_reviewer(thread_id, call, reviewer)
+        policy = CallPolicy(call.request.tool_call_id, call.request.name,
+                            tuple(call.config.reviewers)
+                            if call.config.reviewers is not None else None)
+        check_decision(thread_id, reviewer, policy)
         exec_name: str | None = None
         exec_args: dict[str, Any] | None = None
         if isinstance(decision, Approve):
+            if decision.remember is not None and not call.config.allow_remember:
+                raise InvalidDecision(
+                    thread_id, f"{where} asks to remember the approval, but the policy of "
+                    f"{call.request.name!r} does not allow remembered approvals "
+                    f"(allow_remember=False); approve without 'remember'."
+                )
             exec_name, exec_args = call.request.name, call.request.args
         elif isinstance(decision, Edit):
-            exec_name, exec_args = _check_edit(thread_id, where, call, decision, tools,
-                                               allows_approve)
+            exec_name, exec_args = _check_edit(thread_id, where, call, decision, tools)
+            for target in policies(exec_name):
+                check_decision(thread_id, reviewer, policy, target)
         out.append(ResolvedDecision(call, decision, exec_name, exec_args))
     return out
-
-
-def _check_reviewer(thread_id: str, call: PendingCall, reviewer: Reviewer | None) -> None:
-    roles = call.config.reviewers
-    if roles is None or reviewer is None:
-        return
-    if not set(roles) & set(reviewer.roles):
-        raise NotAuthorized(
-            f"Reviewer {reviewer.id!r} (roles: {', '.join(sorted(reviewer.roles)) or 'none'}) "
-            f"may not decide call {call.request.tool_call_id!r} ({call.request.name}) on thread "
-            f"{thread_id!r}; it needs one of the roles: {', '.join(roles)}."
-        )
 
 
 def _check_edit(
@@ -257,7 +258,6 @@ def _check_edit(
     call: PendingCall,
     decision: Edit,
     tools: Mapping[str, Tool],
-    allows_approve: Callable[[str], bool],
 ) -> tuple[str, dict[str, Any]]:
     name = decision.edited_action.name
     args = decision.edited_action.args
@@ -266,12 +266,6 @@ def _check_edit(
         raise InvalidDecision(
             thread_id, f"{where} edits the call to tool {name!r}, which the agent does not "
             f"have. Available tools: {', '.join(sorted(tools))}."
-        )
-    if name != call.request.name and not allows_approve(name):
-        raise InvalidDecision(
-            thread_id, f"{where} edits the call into tool {name!r}, but {name!r}'s own policy "
-            f"does not allow 'approve', so it cannot be run by an edit. Edit the arguments of "
-            f"{call.request.name!r} instead, or reject the call."
         )
     try:
         target.validate_args(args)

@@ -61,6 +61,8 @@ class ReviewConfig(BaseModel):
     @property
     def approvals_required(self) -> int:
         return self.approvals or 1
+    allow_remember: bool = True
+    """Whether an approval may be remembered for later calls (``remember="thread"``)."""
 
 
 class HITLRequest(BaseModel):
@@ -170,6 +172,8 @@ class InterruptOn:
     identity that started the run may not approve its own request. ``escalate_to`` /
     ``escalate_after``: a call still pending after ``escalate_after`` is re-notified to those
     roles (who may then decide it too), audited as ``system:escalation``.
+    ``allow_remember``: whether a reviewer may "approve and remember" this tool for the rest of
+    the thread (False: every call is decided on its own).
     """
 
     allowed_decisions: Sequence[DecisionType] = DECISION_TYPES
@@ -182,6 +186,7 @@ class InterruptOn:
     self_approval: bool = True
     escalate_to: Sequence[str] | None = None
     escalate_after: timedelta | None = None
+    allow_remember: bool = True
 
     def __post_init__(self) -> None:
         allowed = self.allowed_decisions
@@ -409,6 +414,12 @@ class HumanInTheLoop(Middleware):
         cfg = self.config_for(tool_name)
         return cfg is None or "approve" in cfg.allowed_decisions
 
+    def reviewers_for(self, tool_name: str) -> tuple[str, ...] | None:
+        """The roles allowed to decide calls of ``tool_name`` (``None``: anyone); an edit
+        *into* that tool needs them too (see :mod:`interlock.authz`)."""
+        cfg = self.config_for(tool_name)
+        return tuple(cfg.reviewers) if cfg is not None and cfg.reviewers is not None else None
+
     def after_model(self, turn: ModelTurn) -> None:
         for call in turn.calls:
             cfg = self.config_for(call.name)
@@ -417,7 +428,8 @@ class HumanInTheLoop(Middleware):
             reason: str | None = None
             if call.args_error is not None:
                 reason = f"the model's arguments could not be parsed: {call.args_error}"
-            elif turn.remembered(call.name) is not None and "approve" in cfg.allowed_decisions:
+            elif (turn.remembered(call.name) is not None and cfg.allow_remember
+                  and "approve" in cfg.allowed_decisions):
                 turn.auto_approve(call, rule=f"remember:thread:{call.name}")
                 continue
             elif cfg.when is not None:
@@ -442,6 +454,7 @@ class HumanInTheLoop(Middleware):
                 escalate_after=cfg.escalate_after,
                 per_call=self.interrupt_mode == "per_call",
                 edit_notice=self._notice,
+                allow_remember=cfg.allow_remember,
             )
 
     def _describe(self, cfg: InterruptOn, call: ToolCall, turn: ModelTurn) -> str:

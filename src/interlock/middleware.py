@@ -26,6 +26,10 @@ Hooks
     reviewer's edit that turns a call into another tool is refused unless every middleware
     allows approving that tool.
 
+``reviewers_for(tool_name)``
+    The roles allowed to decide calls of ``tool_name`` (``None``: anyone). A reviewer's edit
+    that turns a call into ``tool_name`` needs one of them too (:mod:`interlock.authz`).
+
 Composition
 -----------
 Middleware run in list order: ``after_model`` hooks one after another, ``wrap_tool_call`` with
@@ -75,6 +79,7 @@ class ReviewMark:
     edit_notice: str | None = None
     """The note put before the result when a reviewer edits the call: ``None`` for the
     default text, ``""`` for no note, else the note's first sentence."""
+    allow_remember: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,6 +89,7 @@ class ReviewMark:
             "escalate_after": self.escalate_after.total_seconds() if self.escalate_after
             else None,
             "kind": "review",
+            "allow_remember": self.allow_remember,
             "allowed_decisions": list(self.allowed_decisions),
             "description": self.description,
             "reviewers": list(self.reviewers) if self.reviewers is not None else None,
@@ -141,6 +147,7 @@ def mark_from_json(data: dict[str, Any]) -> Mark:
             if data.get("escalate_after") else None,
             per_call=bool(data.get("per_call")),
             edit_notice=data.get("edit_notice"),
+            allow_remember=data.get("allow_remember") is not False,
         )
     if kind == "reject":
         return RejectMark(message=data["message"], by=data.get("by", ""))
@@ -205,11 +212,13 @@ class ModelTurn:
         escalate_after: timedelta | None = None,
         per_call: bool = False,
         edit_notice: str | None = None,
+        allow_remember: bool = True,
     ) -> None:
         """Pause ``call`` until a person decides (``approvals`` distinct people for an
         approval; see :mod:`interlock.quorum` and :class:`~interlock.InterruptOn`).
         ``per_call=True`` gives it a request (an interrupt) of its own instead of joining the
-        turn's request; ``edit_notice``: see :class:`~interlock.HumanInTheLoop`."""
+        turn's request; ``edit_notice``: see :class:`~interlock.HumanInTheLoop`.
+        ``allow_remember=False``: an approval of it cannot be remembered for later calls."""
         self._set(
             call,
             ReviewMark(
@@ -225,6 +234,7 @@ class ModelTurn:
                 escalate_after=escalate_after,
                 per_call=per_call,
                 edit_notice=edit_notice,
+                allow_remember=allow_remember,
             ),
         )
 
@@ -292,6 +302,10 @@ class Middleware(Protocol):
         """Whether approving ``tool_name`` is allowed by this middleware. Default: yes."""
         return True
 
+    def reviewers_for(self, tool_name: str) -> Sequence[str] | None:
+        """The roles that may decide calls of ``tool_name``. Default: anyone (``None``)."""
+        return None
+
 
 AfterModel = Callable[[ModelTurn], "Awaitable[None] | None"]
 WrapToolCall = Callable[[ToolCallRequest, ToolCallHandler], Any]
@@ -307,6 +321,7 @@ class BoundMiddleware:
     after_model: AfterModel | None
     wrap_tool_call: WrapToolCall | None
     allows_approve: Callable[[str], bool] | None
+    reviewers_for: Callable[[str], Sequence[str] | None] | None = None
 
 
 def bind(mw: object, tool_names: Collection[str] | None) -> BoundMiddleware:
@@ -335,5 +350,5 @@ def bind(mw: object, tool_names: Collection[str] | None) -> BoundMiddleware:
     return BoundMiddleware(
         obj=mw, name=name if isinstance(name, str) else cls.__name__,
         after_model=hook("after_model"), wrap_tool_call=hook("wrap_tool_call"),
-        allows_approve=hook("allows_approve"),
+        allows_approve=hook("allows_approve"), reviewers_for=hook("reviewers_for"),
     )

@@ -101,6 +101,9 @@ def _format_validation_error(exc: ValidationError) -> list[str]:
 class Tool:
     """A tool the model can call. Create with :func:`tool`."""
 
+    read_only: bool = False
+    """The tool declares that it changes nothing (``@tool(read_only=True)``)."""
+
     def __init__(
         self,
         func: Callable[..., Any],
@@ -108,6 +111,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         idempotent: bool = False,
+        read_only: bool = False,
     ) -> None:
         if not callable(func):
             raise ConfigurationError(f"@tool needs a function, got {func!r}.")
@@ -120,6 +124,7 @@ class Tool:
         doc = inspect.getdoc(func) or ""
         self.description = description if description is not None else doc.strip()
         self.idempotent = idempotent
+        self.read_only = read_only
         self.is_async = inspect.iscoroutinefunction(func)
         self._context_param: str | None = None
         self.missing: list[str] = []
@@ -215,7 +220,8 @@ class Tool:
 def tool(func: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, idempotent: bool = False
+    *, name: str | None = None, description: str | None = None, idempotent: bool = False,
+    read_only: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     func: Callable[..., Any] | None = None,
@@ -224,16 +230,20 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     idempotent: bool = False,
+    read_only: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`.
 
     The description comes from the docstring, the argument schema from the type hints.
     ``idempotent=True`` declares that running the call twice is harmless, which lets recovery
     retry a call whose outcome is unknown after a crash instead of asking a reviewer.
+    ``read_only=True`` declares that the tool changes nothing; the web inbox then lets a
+    reviewer "approve and remember" it without a confirmation step.
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return Tool(f, name=name, description=description, idempotent=idempotent)
+        return Tool(f, name=name, description=description, idempotent=idempotent,
+                    read_only=read_only)
 
     if func is not None:
         return wrap(func)

@@ -14,6 +14,7 @@ from interlock import (
     HumanInTheLoop,
     InterruptOn,
     InvalidDecision,
+    NotAuthorized,
     ScriptedModel,
     ToolMessage,
     tool,
@@ -238,7 +239,7 @@ def test_edit_into_a_tool_gated_by_pattern_respects_its_policy() -> None:
     agent = agent_for({"git_push": True, "git_c*": {"allowed_decisions": ["reject"]}},
                       [call("git_push")])
     assert agent.invoke("go", thread_id="t").interrupted
-    with pytest.raises(InvalidDecision, match="does not allow 'approve'"):
+    with pytest.raises(NotAuthorized, match="does not allow 'approve'"):
         agent.resume("t", [{"type": "edit", "edited_action": {"name": "git_commit",
                                                               "args": {"path": "/x"}}}])
     result = agent.resume("t", [{"type": "reject"}])

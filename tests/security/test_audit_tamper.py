@@ -115,12 +115,12 @@ async def test_an_entirely_unsigned_chain_is_refused_unless_allowed(server: Serv
                                                                     db: StoreFactory) -> None:
     Tables(db).forge("t", 1, {}, None)  # every row downgraded to a plain SHA-256
     body = await verify(server)
-    assert {p["seq"] for p in body["problems"]} == {1, 2, 3, 4}
+    assert {p["seq"] for p in body["problems"]} == {1, 2, 3, 4, 5, 6}
     assert all(p["problem"].startswith("unsigned row") for p in body["problems"])
     # a database from before signed rows: the plain chain is checked, and the weakness stated
     allowed = await verify(server, allow_unsigned="true")
     assert allowed["ok"] is True
-    assert any("4 row(s) were written before audit rows were signed" in u
+    assert any("6 row(s) were written before audit rows were signed" in u
                for u in allowed["unchecked"])
 
 
@@ -194,7 +194,7 @@ async def test_without_the_key_verify_says_what_it_cannot_check(
     assert body["problems"] == [] and body["ok"] is True
     (note,) = body["unchecked"]
     assert note.startswith(f"No audit key was found at {missing}")
-    assert "the signatures of 4 row(s) were not checked" in note
+    assert "the signatures of 6 row(s) were not checked" in note
     assert "would not be detected" in note
     assert not missing.exists()  # verification never creates a key
     out = await cli(["audit", "verify", "--db", db.url()])
@@ -210,7 +210,7 @@ async def test_an_exported_head_catches_a_rewrite_by_someone_holding_the_key(
     r = await server.client.get("/api/audit/head", headers=bearer(ALICE))
     assert r.status_code == 200
     head = r.json()
-    assert (head["threads"], head["rows"]) == (1, 4)
+    assert (head["threads"], head["rows"]) == (1, 6)
     # later activity is not a problem: the head covers the rows up to its last_id
     r = await server.client.post("/api/threads", params={"wait": "true"}, headers=bearer(ALICE),
                                  json={"message": "hello", "thread_id": "later"})

@@ -44,6 +44,7 @@ def test_vacuum_into_pauses_the_demo_agent(demo: Path, tmp_path: Path) -> None:
     try:
         policy = agent.middleware[0]
         sql = policy.policy["execute_sql"]  # type: ignore[attr-defined]
+        assert sql.allow_remember is False
         from interlock.messages import ToolCall
 
         for q in (f"VACUUM INTO '{copy}'", "REINDEX", "VACUUM"):

@@ -27,10 +27,12 @@ from .server_agents import EXECUTED, make_agent
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdef"
 CAROL = "carol-token-0123456789abcdef"
+ADMIN = "admin-token-0123456789abcdef"
 TOKENS = {
     ALICE: {"id": "alice", "roles": ["dba", "ops"]},
     BOB: {"id": "bob", "roles": ["ops"]},
     CAROL: {"id": "carol", "roles": []},
+    ADMIN: {"id": "root", "roles": ["admin"]},
 }
 
 
@@ -205,5 +207,5 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0)
         await asyncio.sleep(0.02)
 
 
-__all__ = ["ALICE", "BOB", "CAROL", "TOKENS", "Checkpointer", "bearer", "eventually",
+__all__ = ["ADMIN", "ALICE", "BOB", "CAROL", "TOKENS", "Checkpointer", "bearer", "eventually",
            "running", "sse"]

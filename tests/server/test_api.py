@@ -182,7 +182,8 @@ async def test_get_thread_with_messages_request_tools_and_history(local: Server)
     assert req["review_configs"][0]["args_schema"]["properties"]["query"]["type"] == "string"
     assert t["tools"]["execute_sql"]["description"].startswith("Run a SQL statement")
     assert t["calls"][0]["state"] == "pending_review"
-    assert [h["kind"] for h in t["history"]] == ["request_raised"]
+    assert [h["kind"] for h in t["history"]] == ["message_posted", "run_started",
+                                                 "request_raised"]
 
 
 async def test_unknown_thread_is_404_everywhere(local: Server) -> None:
@@ -472,17 +473,17 @@ async def test_audit_log_pages_and_verifies(local: Server) -> None:
     await decide(local, "t1", [{"type": "edit", "edited_action": {
         "name": "execute_sql", "args": {"query": "SELECT 1"}}}])
     records = (await local.client.get("/api/threads/t1/audit")).json()["records"]
-    assert [r["kind"] for r in records] == ["request_raised", "decision", "tool_started",
-                                            "tool_finished"]
-    d = records[1]
+    assert [r["kind"] for r in records] == ["message_posted", "run_started", "request_raised",
+                                            "decision", "tool_started", "tool_finished"]
+    d = records[3]
     assert d["data"]["args"] == {"query": SQL}
     assert d["data"]["edited_action"] == {"name": "execute_sql", "args": {"query": "SELECT 1"}}
-    assert records[1]["prev_hash"] == records[0]["hash"]
+    assert records[3]["prev_hash"] == records[2]["hash"]
     page = (await local.client.get("/api/audit", params={"limit": 2})).json()
     assert len(page["records"]) == 2 and page["next_after_id"] == page["records"][-1]["id"]
     rest = (await local.client.get("/api/audit", params={
         "after_id": page["next_after_id"]})).json()
-    assert [r["seq"] for r in page["records"] + rest["records"]] == [1, 2, 3, 4]
+    assert [r["seq"] for r in page["records"] + rest["records"]] == [1, 2, 3, 4, 5, 6]
     assert rest["next_after_id"] is None
     v = (await local.client.get("/api/audit/verify")).json()
     assert v == {"ok": True, "problems": [], "unchecked": []}

@@ -15,7 +15,7 @@ from interlock.audit_key import load_key
 from security import tables
 from security.tables import Tables
 
-from .conftest import ALICE, BOB, TOKENS, Server, bearer, running
+from .conftest import ADMIN, ALICE, BOB, TOKENS, Server, bearer, running
 from .server_agents import make_agent
 
 pytestmark = pytest.mark.anyio
@@ -55,7 +55,7 @@ async def server(db: StoreFactory) -> AsyncIterator[Server]:
 
 
 async def verify(s: Server) -> list[dict[str, Any]]:
-    r = await s.client.get("/api/audit/verify", headers=bearer(ALICE))
+    r = await s.client.get("/api/audit/verify", headers=bearer(ADMIN))
     assert r.status_code == 200
     body = r.json()
     lib = await s.agent.averify_audit()
@@ -69,23 +69,25 @@ async def test_intact_log_records_who_did_what(server: Server, db: StoreFactory)
     assert await verify(server) == []
     rows = Rows(db)
     kinds = [(d["kind"], d["actor"]) for _, d in rows.of("a")]
-    assert kinds == [("request_raised", "system"), ("decision", "alice"),
+    assert kinds == [("message_posted", "bob"), ("run_started", "bob"),
+                     ("request_raised", "system"), ("decision", "alice"),
                      ("tool_started", "system"), ("tool_finished", "system")]
-    decision = rows.of("a")[1][1]
+    decision = rows.of("a")[3][1]
     assert decision["data"]["args"] == {"query": "DELETE FROM t"}
     assert decision["data"]["edited_action"]["args"] == {"query": "SELECT 1"}
-    assert [d["kind"] for _, d in rows.of("c")] == ["request_raised", "decision"]
-    assert rows.of("c")[1][1]["actor"] == "alice"
-    assert rows.of("c")[1][1]["data"]["message"] == "no"
+    assert [d["kind"] for _, d in rows.of("c")] == ["message_posted", "run_started",
+                                                    "request_raised", "decision"]
+    assert rows.of("c")[3][1]["actor"] == "alice"
+    assert rows.of("c")[3][1]["data"]["message"] == "no"
 
 
 async def test_edited_row_is_detected(server: Server, db: StoreFactory) -> None:
     rows = Rows(db)
-    row_id, data = rows.of("a")[1]
+    row_id, data = rows.of("a")[3]
     data["actor"] = "bob"  # rewrite who decided
     rows.update(row_id, data)
     problems = await verify(server)
-    assert {(p["thread_id"], p["seq"]) for p in problems} == {("a", 2)}
+    assert {(p["thread_id"], p["seq"]) for p in problems} == {("a", 4)}
     assert "does not match its hash" in problems[0]["problem"]
     assert "differs from the signed one (edit by bob)" in problems[1]["problem"]
 
@@ -93,14 +95,14 @@ async def test_edited_row_is_detected(server: Server, db: StoreFactory) -> None:
 async def test_edited_args_with_a_recomputed_hash_are_detected(server: Server,
                                                                db: StoreFactory) -> None:
     rows = Rows(db)
-    row_id, data = rows.of("b")[1]
+    row_id, data = rows.of("b")[3]
     assert data["kind"] == "decision" and data["data"]["run"] == {
         "name": "execute_sql", "args": {"query": "DELETE FROM t"}}  # the exact call that ran
     data["data"]["run"]["args"] = {"query": "SELECT 1"}
     data["hash"] = _rehash(data)
     rows.update(row_id, data)
     problems = await verify(server)
-    assert [(p["thread_id"], p["seq"]) for p in problems] == [("b", 2), ("b", 3)]
+    assert [(p["thread_id"], p["seq"]) for p in problems] == [("b", 4), ("b", 5)]
     assert "runs execute_sql with other arguments than the signed decision approved" in \
         problems[0]["problem"]
     assert "prev_hash does not match" in problems[1]["problem"]
@@ -114,16 +116,16 @@ async def test_edited_last_row_with_a_recomputed_hash_is_detected(server: Server
     data["hash"] = _rehash(data)
     rows.update(row_id, data)
     problems = await verify(server)
-    assert [(p["thread_id"], p["seq"]) for p in problems] == [("c", 2), ("c", 2)]
+    assert [(p["thread_id"], p["seq"]) for p in problems] == [("c", 4), ("c", 4)]
     assert "does not match the head" in problems[0]["problem"]
     assert "decision message on call" in problems[1]["problem"]
 
 
 async def test_deleted_middle_row_is_detected(server: Server, db: StoreFactory) -> None:
     rows = Rows(db)
-    rows.delete(rows.of("a")[1][0])
+    rows.delete(rows.of("a")[3][0])
     problems = await verify(server)
-    assert ("a", 2) in [(p["thread_id"], p["seq"]) for p in problems]
+    assert ("a", 4) in [(p["thread_id"], p["seq"]) for p in problems]
     assert any("missing" in p["problem"] for p in problems)
     assert {p["thread_id"] for p in problems} == {"a"}
 
@@ -142,17 +144,17 @@ async def test_deleted_whole_chain_is_detected(server: Server, db: StoreFactory)
     for row_id, _ in rows.of("c"):
         rows.delete(row_id)
     problems = await verify(server)
-    assert [(p["thread_id"], p["problem"]) for p in problems] == [("c", "rows 1..2 are missing")]
+    assert [(p["thread_id"], p["problem"]) for p in problems] == [("c", "rows 1..4 are missing")]
 
 
 async def test_verify_one_thread(server: Server, db: StoreFactory) -> None:
     rows = Rows(db)
     rows.delete(rows.of("a")[0][0])
     r = await server.client.get("/api/audit/verify", params={"thread_id": "b"},
-                                headers=bearer(ALICE))
+                                headers=bearer(ADMIN))
     assert r.json() == {"ok": True, "problems": [], "unchecked": []}
     r = await server.client.get("/api/audit/verify", params={"thread_id": "a"},
-                                headers=bearer(ALICE))
+                                headers=bearer(ADMIN))
     assert r.json()["ok"] is False
 
 

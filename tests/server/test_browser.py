@@ -129,7 +129,7 @@ def test_approve_from_the_page(page: Page, live: LiveServer) -> None:
     expect(c.locator(".argv dt")).to_have_text(["query"])
     expect(c.locator(".argv dd")).to_have_text([SQL])
     expect(c.locator(":scope > .actions > button")).to_have_text(
-        ["Approve A", "Approve & remember for this thread M", "Edit… E", "Reject… R",
+        ["Approve A", "Approve & remember… M", "Edit… E", "Reject… R",
          "Respond… P"])
     c.get_by_role("button", name="Approve", exact=True).click()
     expect_completed(page)
@@ -148,7 +148,7 @@ def test_edit_changes_an_argument(page: Page, live: LiveServer) -> None:
     open_thread(page, live, "edit-1")
     c = card(page, "set_limit")
     expect(c.locator(":scope > .actions > button")).to_have_text(
-        ["Approve A", "Approve & remember for this thread M", "Edit… E", "Reject… R"])
+        ["Approve A", "Approve & remember… M", "Edit… E", "Reject… R"])
     c.get_by_role("button", name="Edit…").click()
     field = c.locator('.field[data-arg="n"] input')
     expect(field).to_have_value("4")
@@ -222,8 +222,10 @@ def test_respond(page: Page, live: LiveServer) -> None:
 def test_approve_and_remember_then_revoke(page: Page, live: LiveServer) -> None:
     Api(live.url).start("twice SELECT 5", "remember-1")
     open_thread(page, live, "remember-1")
-    card(page, "execute_sql").get_by_role("button",
-                                          name="Approve & remember for this thread").click()
+    c = card(page, "execute_sql")
+    c.get_by_role("button", name="Approve & remember…").click()
+    expect(c.locator(".panel")).to_contain_text("execute_sql is not declared read-only")
+    c.get_by_role("button", name="Yes, approve and remember").click()
     expect_completed(page)
     expect(results(page)).to_have_text(["OK: ran SELECT 5", "OK: ran SELECT 5 -- again"])
     rule = page.locator(".rules li")
@@ -315,7 +317,8 @@ def test_sign_in_and_roles(browser: Browser, tmp_path: Path) -> None:
     server = LiveServer(make_agent(SqliteCheckpointer(tmp_path / "auth.db")), tokens=TOKENS)
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     try:
-        Api(server.url, ALICE).start("drop audit_2019", "roles-1")
+        # bob's own thread: he may read it, but its call needs a dba
+        Api(server.url, BOB).start("drop audit_2019", "roles-1")
         page = context.new_page()
         page.goto(f"{server.url}/")
         expect(page.locator("#login")).to_be_visible()

@@ -68,10 +68,10 @@ def collect(hub: Hub) -> list[tuple[str, dict[str, Any]]]:
     seen: list[tuple[str, dict[str, Any]]] = []
     original = hub.publish
 
-    def publish(topic: str, event: str, data: dict[str, Any]) -> Any:
+    def publish(topic: str, event: str, data: dict[str, Any], *rest: Any) -> Any:
         if topic == INBOX:
             seen.append((event, data))
-        return original(topic, event, data)
+        return original(topic, event, data, *rest)
 
     hub.publish = publish  # type: ignore[method-assign]
     return seen

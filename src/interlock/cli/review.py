@@ -20,7 +20,7 @@ from rich.text import Text
 
 from .. import display
 from ..agent import Agent, ThreadState
-from ..decisions import Reviewer
+from ..authz import Reviewer
 from ..errors import (
     InterlockError,
     InterruptConflict,
@@ -201,6 +201,8 @@ class ReviewSession:
         self.show(item)
         allowed = set(item.config.allowed_decisions) if item.config else {"respond"}
         keys = [(k, label) for k, label, need in KEYS if need is None or need in allowed]
+        if item.config is not None and not item.config.allow_remember:
+            keys = [(k, label) for k, label in keys if k != "m"]  # the policy forbids it
         while True:
             key = self.ask_key(keys)
             if key == "q":

@@ -3,8 +3,8 @@
 Policy (what pauses for a person):
 
 * ``execute_sql`` — statements that only read (as SQLite itself classifies them) run at once;
-  anything else waits for a DBA (approve or reject only; the description says how many rows it
-  would touch) and is rejected if nobody decides within an hour;
+  anything else waits for a DBA (approve or reject only, never remembered; the description says
+  how many rows it would touch) and is rejected if nobody decides within an hour;
 * ``send_email`` — every outgoing e-mail waits (approve, edit or reject);
 * ``ask_user`` — a question for the user, answered with ``respond``;
 * ``read_data`` — never pauses.
@@ -155,7 +155,7 @@ def make_tools(sample_db: Path) -> list[Tool]:
             conn.commit()
             return f"{cursor.rowcount} row(s) affected."
 
-    @tool
+    @tool(read_only=True)
     def read_data(
         table: Literal["customers", "orders", "outbox"], id: int | None = None, limit: int = 10
     ) -> str:
@@ -221,6 +221,7 @@ def make_policy(sample_db: Path) -> HumanInTheLoop:
                 description=describe_sql,
                 when=sql_changes_data,
                 expires_after=SQL_APPROVAL_DEADLINE,
+                allow_remember=False,  # each change to the data is looked at on its own
             ),
             "send_email": InterruptOn(
                 allowed_decisions=["approve", "edit", "reject"], description=describe_email

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from datetime import UTC, datetime
@@ -14,8 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator
 
 from ..audit_verify import AuditHead, AuditReport
-from ..errors import NotAuthorized
-from ..hitl import HITLRequest
+from ..authz import facts_of, may_read
 from ..paging import Cursor, thread_page
 from ..result import RunResult
 from ..text import check_input
@@ -153,7 +153,7 @@ async def me(caller: Caller) -> Me:
 @router.get("/threads", response_model=ThreadList, tags=["threads"], responses=_err(401))
 async def list_threads(
     state: State,
-    _: Caller,
+    caller: Caller,
     status: Annotated[ThreadStatusName | None, Query(
         description="interrupted = the inbox of pending requests")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
@@ -169,10 +169,10 @@ async def list_threads(
     count: Annotated[bool, Query(
         description="Also return how many threads match (total).")] = False,
 ) -> ThreadList:
-    """Threads, most recently updated first."""
+    """Threads, most recently updated first: those the caller may read (docs/security.md)."""
     search = q.strip() if q and q.strip() else None
     cursor = Cursor(before, before_id) if before is not None and before_id is not None else None
-    lister = state.agent.alist_threads
+    lister = functools.partial(state.agent.alist_threads, reviewer=caller.reviewer())
     if cursor is None and before is not None:  # a time alone: everything older than it
         page = await lister(status=status, limit=limit + 1, before=before, search=search)
         rows, nxt = page[:limit], (Cursor.after(page[limit - 1]) if len(page) > limit else None)
@@ -189,12 +189,13 @@ async def list_threads(
              responses={**_RUN_RESPONSES, **_err(401, 409)})
 async def start_run(request: Request, state: State, caller: Caller, body: StartRun,
                     wait: Wait = False) -> JSONResponse:
-    """Send a user message to a new thread (or to ``thread_id``) and run the agent."""
+    """Send a user message to a new thread (or to ``thread_id``) and run the agent. A new
+    thread is owned by the caller; an existing one takes messages from its creator and admins."""
     state.limits.text("message", body.message)
     thread_id = body.thread_id or uuid.uuid4().hex
     after = state.hub.last_id()
-    result = await state.runner.start(thread_id, body.message, wait=wait,
-                                      sender=caller.id if caller.authenticated else None)
+    result = await state.runner.start(thread_id, body.message, reviewer=caller.reviewer(),
+                                      wait=wait)
     return _outcome(request, thread_id, after, result)
 
 
@@ -202,20 +203,22 @@ async def start_run(request: Request, state: State, caller: Caller, body: StartR
             responses=_err(401, 404))
 async def get_thread(state: State, caller: Caller, thread_id: ThreadId) -> ThreadDetail:
     """A thread: its messages, pending requests, every tool call and its audit history."""
-    return await thread_detail(state.agent, await state.agent.aget_thread(thread_id),
-                               caller.reviewer())
+    reviewer = caller.reviewer()
+    return await thread_detail(state.agent, await state.agent.aget_thread(
+        thread_id, reviewer=reviewer), reviewer)
 
 
 @router.post("/threads/{thread_id}/messages", status_code=202, tags=["threads"],
-             responses={**_RUN_RESPONSES, **_err(401, 404, 409)})
+             responses={**_RUN_RESPONSES, **_err(401, 403, 404, 409)})
 async def post_message(request: Request, state: State, caller: Caller, thread_id: ThreadId,
                        body: PostMessage, wait: Wait = False) -> JSONResponse:
-    """A new user message on an existing thread (409 while it waits for a decision)."""
+    """A new user message on an existing thread (409 while it waits for a decision; 403
+    unless the caller created the thread or holds the admin role)."""
     state.limits.text("message", body.message)
     await state.agent.aget_thread(thread_id)
     after = state.hub.last_id()
-    result = await state.runner.start(thread_id, body.message, wait=wait,
-                                      sender=caller.id if caller.authenticated else None)
+    result = await state.runner.start(thread_id, body.message, reviewer=caller.reviewer(),
+                                      wait=wait)
     return _outcome(request, thread_id, after, result)
 
 
@@ -234,7 +237,7 @@ async def post_decisions(request: Request, state: State, caller: Caller, thread_
 
 
 @router.post("/threads/{thread_id}/answer", status_code=202, tags=["review"],
-             responses={**_RUN_RESPONSES, **_err(401, 404, 409, 422)})
+             responses={**_RUN_RESPONSES, **_err(401, 403, 404, 409, 422)})
 async def post_answer(request: Request, state: State, caller: Caller, thread_id: ThreadId,
                       body: PostAnswer, wait: Wait = False) -> JSONResponse:
     """Answer a pending ``interrupt(...)`` question."""
@@ -263,39 +266,28 @@ async def cancel(state: State, caller: Caller, thread_id: ThreadId,
 
 async def cancel_thread(state: ServerState, caller: Identity, thread_id: str,
                         reason: str | None) -> RunResult:
-    """Cancel every pending call of the thread, if ``caller`` may decide each of them."""
-    current = await state.agent.aget_thread(thread_id)
-    for intr in current.interrupts:
-        if intr.kind == "review" and isinstance(intr.value, HITLRequest):
-            for a, c in zip(intr.value.action_requests, intr.value.review_configs, strict=True):
-                if not caller.may_decide(c.reviewers):
-                    roles = ", ".join(sorted(caller.roles)) or "none"
-                    raise NotAuthorized(
-                        f"Reviewer {caller.id!r} (roles: {roles}) may not cancel thread "
-                        f"{thread_id!r}: call {a.tool_call_id!r} ({a.name}) needs one of the "
-                        f"roles: {', '.join(c.reviewers or [])}. Nothing was changed."
-                    )
-    result = await state.agent.acancel(thread_id, reason=reason,
-                                       reviewer=caller.reviewer() or caller.id)
+    """Cancel every pending call of the thread (the core checks that ``caller`` may decide
+    each of them)."""
+    result = await state.agent.acancel(thread_id, reason=reason, reviewer=caller.reviewer())
     state.watcher.poke()
     return result
 
 
 @router.get("/threads/{thread_id}/remembered", response_model=RememberedList,
-            tags=["review"], responses=_err(401, 404))
-async def remembered(state: State, _: Caller, thread_id: ThreadId) -> RememberedList:
+            tags=["review"], responses=_err(401, 403, 404))
+async def remembered(state: State, caller: Caller, thread_id: ThreadId) -> RememberedList:
     """Standing "approve and remember" rules of the thread."""
-    return RememberedList(remembered=await state.agent.aremembered(thread_id))
+    return RememberedList(remembered=await state.agent.aremembered(
+        thread_id, reviewer=caller.reviewer()))
 
 
 @router.delete("/threads/{thread_id}/remembered/{tool_name}", response_model=Revoked,
-               tags=["review"], responses=_err(401, 404))
+               tags=["review"], responses=_err(401, 403, 404))
 async def revoke(state: State, caller: Caller, thread_id: ThreadId, tool_name: ToolName
                  ) -> Revoked:
     """Withdraw the remembered approval for ``tool_name``: its next call pauses again."""
     await state.agent.aget_thread(thread_id)
-    if not await state.agent.arevoke(thread_id, tool_name,
-                                     reviewer=caller.reviewer() or caller.id):
+    if not await state.agent.arevoke(thread_id, tool_name, reviewer=caller.reviewer()):
         raise ApiError(404, "RuleNotFound",
                        f"Thread {thread_id!r} has no remembered approval for {tool_name!r}.")
     state.watcher.poke()
@@ -305,9 +297,10 @@ async def revoke(state: State, caller: Caller, thread_id: ThreadId, tool_name: T
 # -- audit ------------------------------------------------------------------------------------
 
 
-async def _audit_page(state: ServerState, thread_id: str | None, after_id: int,
-                      limit: int) -> AuditPage:
-    records = await state.agent.aaudit(thread_id, after_id=after_id, limit=limit)
+async def _audit_page(state: ServerState, caller: Identity, thread_id: str | None,
+                      after_id: int, limit: int) -> AuditPage:
+    records = await state.agent.aaudit(thread_id, after_id=after_id, limit=limit,
+                                       reviewer=caller.reviewer())
     nxt = records[-1].id if len(records) == limit and records else None
     return AuditPage(records=records, next_after_id=nxt)
 
@@ -316,36 +309,52 @@ AfterId = Annotated[int, Query(ge=0, description="Rows after this global id.")]
 Limit = Annotated[int, Query(ge=1, le=5000)]
 
 
-@router.get("/audit", response_model=AuditPage, tags=["audit"], responses=_err(401))
-async def audit(state: State, _: Caller, thread_id: ThreadId | None = None, after_id: AfterId = 0,
-                limit: Limit = 500) -> AuditPage:
-    """The audit log in insertion order (all threads, or one)."""
-    return await _audit_page(state, thread_id, after_id, limit)
+@router.get("/audit", response_model=AuditPage, tags=["audit"], responses=_err(401, 403))
+async def audit(state: State, caller: Caller, thread_id: ThreadId | None = None,
+                after_id: AfterId = 0, limit: Limit = 500) -> AuditPage:
+    """The audit log in insertion order (all threads the caller may read, or one)."""
+    return await _audit_page(state, caller, thread_id, after_id, limit)
 
 
-def _verified(report: AuditReport) -> VerifyResult:
-    return VerifyResult(ok=not report, unchecked=report.unchecked, problems=[
-        AuditProblemOut(thread_id=p.thread_id, seq=p.seq, problem=p.problem) for p in report])
+async def _verified(state: ServerState, caller: Identity, report: AuditReport) -> VerifyResult:
+    """The report, limited to the threads the caller may read (all of them for an admin)."""
+    problems = list(report)
+    reviewer = caller.reviewer()
+    if reviewer is not None and not reviewer.is_admin:
+        visible = {t.thread_id async for t in state.agent.aiter_threads()
+                   if may_read(reviewer, facts_of(t))}
+        # problems of the whole log (thread id "", e.g. against a head) concern no thread
+        problems = [p for p in problems if not p.thread_id or p.thread_id in visible]
+    return VerifyResult(ok=not problems, unchecked=report.unchecked, problems=[
+        AuditProblemOut(thread_id=p.thread_id, seq=p.seq, problem=p.problem) for p in problems])
 
 
 AllowUnsigned = Annotated[bool, Query(description="Accept the unsigned rows of a database "
                                                   "written before audit rows were signed.")]
 
 
-@router.get("/audit/verify", response_model=VerifyResult, tags=["audit"], responses=_err(401))
-async def verify(state: State, _: Caller, thread_id: ThreadId | None = None,
+@router.get("/audit/verify", response_model=VerifyResult, tags=["audit"],
+            responses=_err(401, 403))
+async def verify(state: State, caller: Caller, thread_id: ThreadId | None = None,
                  allow_unsigned: AllowUnsigned = False) -> VerifyResult:
     """Check the signed hash chains, and the journal and messages against them; any edited,
-    deleted or reordered row and any rewritten argument is reported (docs/security.md)."""
-    return _verified(await state.agent.averify_audit(thread_id, allow_unsigned=allow_unsigned))
+    deleted or reordered row and any rewritten argument is reported (docs/security.md).
+    Callers without the admin role see the problems of threads they may read."""
+    if thread_id is not None:
+        await state.agent.aget_thread(thread_id, reviewer=caller.reviewer())
+    return await _verified(state, caller, await state.agent.averify_audit(
+        thread_id, allow_unsigned=allow_unsigned))
 
 
 @router.post("/audit/verify", response_model=VerifyResult, tags=["audit"],
-             responses=_err(401, 422))
-async def verify_against_head(state: State, _: Caller, body: VerifyAgainstHead) -> VerifyResult:
+             responses=_err(401, 403, 422))
+async def verify_against_head(state: State, caller: Caller,
+                              body: VerifyAgainstHead) -> VerifyResult:
     """Like ``GET /api/audit/verify``, and also check the log against a head exported
     earlier: a row it covers that was changed, removed or re-signed since is reported."""
-    return _verified(await state.agent.averify_audit(
+    if body.thread_id is not None:
+        await state.agent.aget_thread(body.thread_id, reviewer=caller.reviewer())
+    return await _verified(state, caller, await state.agent.averify_audit(
         body.thread_id, allow_unsigned=body.allow_unsigned, head=body.head))
 
 
@@ -358,11 +367,11 @@ async def audit_head(state: State, _: Caller) -> AuditHead:
 
 @router.get("/threads/{thread_id}/audit", response_model=AuditPage, tags=["audit"],
             responses=_err(401, 404))
-async def thread_audit(state: State, _: Caller, thread_id: ThreadId, after_id: AfterId = 0,
-                       limit: Limit = 500) -> AuditPage:
+async def thread_audit(state: State, caller: Caller, thread_id: ThreadId,
+                       after_id: AfterId = 0, limit: Limit = 500) -> AuditPage:
     """One thread's audit rows."""
-    await state.agent.aget_thread(thread_id)
-    return await _audit_page(state, thread_id, after_id, limit)
+    await state.agent.aget_thread(thread_id, reviewer=caller.reviewer())
+    return await _audit_page(state, caller, thread_id, after_id, limit)
 
 
 # -- live streams -----------------------------------------------------------------------------
@@ -375,20 +384,24 @@ After = Annotated[str | None, Query(description="Replay buffered events after th
 
 
 @router.get("/threads/{thread_id}/events", tags=["streams"], response_class=StreamingResponse,
-            responses={**_SSE, **_err(401, 404)})
-async def thread_events(state: State, _: Caller, thread_id: ThreadId, after: After = None,
+            responses={**_SSE, **_err(401, 403, 404)})
+async def thread_events(state: State, caller: Caller, thread_id: ThreadId, after: After = None,
                         last_event_id: LastEventId = None) -> StreamingResponse:
     """SSE: this thread's run events (model_text_delta, tool_call_proposed, interrupt_raised,
-    tool_started, tool_finished, run_completed, run_failed) and thread_updated."""
-    await state.agent.aget_thread(thread_id)
-    return stream(state, thread_topic(thread_id), last_event_id or after)
+    tool_started, tool_finished, run_completed, run_failed) and thread_updated. Ends when the
+    caller can no longer read the thread."""
+    reviewer = caller.reviewer()
+    await state.agent.aget_thread(thread_id, reviewer=reviewer)
+    return stream(state, thread_topic(thread_id), last_event_id or after, reviewer,
+                  end_when_hidden=True)
 
 
 @router.get("/inbox/events", tags=["streams"], response_class=StreamingResponse,
             responses={**_SSE, **_err(401)})
-async def inbox_events(state: State, _: Caller, after: After = None,
+async def inbox_events(state: State, caller: Caller, after: After = None,
                        last_event_id: LastEventId = None) -> StreamingResponse:
-    """SSE for every thread, from every server process on the same database: request_raised,
-    request_resolved, thread_updated (each with the thread's summary) and resync."""
-    return stream(state, INBOX, last_event_id or after)
+    """SSE for every thread the caller may read, from every server process on the same
+    database: request_raised, request_resolved, thread_updated (each with the thread's
+    summary) and resync."""
+    return stream(state, INBOX, last_event_id or after, caller.reviewer())
 

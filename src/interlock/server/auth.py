@@ -39,7 +39,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from ..authz import Reviewer, is_reserved, may_decide
+from ..authz import Reviewer, is_reserved
 from ..errors import ConfigurationError
 
 log = logging.getLogger("interlock.server")
@@ -66,10 +66,6 @@ class Identity:
         """The :class:`Reviewer` passed to the core; ``None`` in local mode (the application
         itself: every right)."""
         return Reviewer(self.id, self.roles) if self.authenticated else None
-
-    def may_decide(self, required: Sequence[str] | None) -> bool:
-        """Whether this identity holds one of ``required`` (``None``: anyone may decide)."""
-        return may_decide(self.reviewer(), required)
 
 
 LOCAL_IDENTITY = Identity(LOCAL_ID, frozenset(), authenticated=False)

@@ -15,6 +15,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..authz import Reviewer, ThreadFacts, may_read
+
 INBOX = "inbox"
 
 
@@ -27,6 +29,12 @@ class StreamEvent:
     id: str
     event: str
     data: dict[str, Any]
+    facts: tuple[ThreadFacts, ...] = field(default=(), compare=False, repr=False)
+    """Who may see the event: a reader of the thread in any of these states (empty: anyone
+    the stream was opened for)."""
+
+    def visible_to(self, reviewer: Reviewer | None) -> bool:
+        return not self.facts or any(may_read(reviewer, f) for f in self.facts)
 
     def encode(self) -> bytes:
         """The event in ``text/event-stream`` framing."""
@@ -59,9 +67,10 @@ class Hub:
         """Id of the last event published (on any topic); replay starts after it."""
         return f"{self.epoch}-{self._seq}"
 
-    def publish(self, topic: str, event: str, data: dict[str, Any]) -> StreamEvent:
+    def publish(self, topic: str, event: str, data: dict[str, Any],
+                facts: tuple[ThreadFacts, ...] = ()) -> StreamEvent:
         self._seq += 1
-        ev = StreamEvent(f"{self.epoch}-{self._seq}", event, data)
+        ev = StreamEvent(f"{self.epoch}-{self._seq}", event, data, facts)
         buf = self._buffers.get(topic)
         if buf is None:
             buf = self._buffers[topic] = deque(maxlen=self._buffer)

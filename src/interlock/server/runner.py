@@ -36,11 +36,11 @@ class Runner:
 
     # -- entry points ------------------------------------------------------------------------
 
-    async def start(self, thread_id: str, message: str, *, wait: bool,
-                    sender: str | None = None) -> RunResult | None:
-        """Send a user message (creating the thread if needed) as ``sender``."""
+    async def start(self, thread_id: str, message: str, *, reviewer: Reviewer | None,
+                    wait: bool) -> RunResult | None:
+        """Send a user message (creating the thread if needed) as ``reviewer``."""
         return await self._launch(thread_id, lambda stored, sink: self.agent.ainvoke(
-            message, thread_id=thread_id, on_stored=stored, on_event=sink, reviewer=sender),
+            message, thread_id=thread_id, reviewer=reviewer, on_stored=stored, on_event=sink),
             wait)
 
     async def resume(

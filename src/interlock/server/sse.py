@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 from fastapi.responses import StreamingResponse
 
+from ..authz import Reviewer
 from .hub import StreamEvent, Subscription
 from .state import ServerState
 
@@ -30,9 +31,12 @@ async def next_event(sub: Subscription, keepalive: float) -> StreamEvent | bytes
     return getter.result() if done else KEEPALIVE
 
 
-def stream(state: ServerState, topic: str, after: str | None) -> StreamingResponse:
+def stream(state: ServerState, topic: str, after: str | None, reviewer: Reviewer | None, *,
+           end_when_hidden: bool = False) -> StreamingResponse:
     """Subscribe to ``topic``. Events published after ``after`` (or after this call) are
-    delivered; a comment line every ``sse_keepalive`` seconds keeps proxies from timing out."""
+    delivered; a comment line every ``sse_keepalive`` seconds keeps proxies from timing out.
+    Events about threads ``reviewer`` may not read are left out (``end_when_hidden``: the
+    stream ends instead, for a thread's own stream once its reader lost access)."""
     hub = state.hub
     start = after or hub.last_id()
     keepalive = state.sse_keepalive
@@ -49,6 +53,10 @@ def stream(state: ServerState, topic: str, after: str | None) -> StreamingRespon
                 if ev is None:
                     return
                 assert isinstance(ev, StreamEvent)
+                if not ev.visible_to(reviewer):
+                    if end_when_hidden:
+                        return
+                    continue
                 yield ev.encode()
                 if sub.overflowed and sub.queue.empty():
                     yield RESYNC

@@ -167,6 +167,7 @@ class ToolInfo(BaseModel):
     name: str
     description: str
     args_schema: dict[str, Any]
+    read_only: bool = Field(default=False, description="The tool declares it changes nothing.")
 
 
 class ThreadDetail(BaseModel):
@@ -304,7 +305,8 @@ async def thread_detail(agent: Agent, state: ThreadState,
         if intr.kind == "review" and isinstance(intr.value, HITLRequest):
             names.update(a.name for a in intr.value.action_requests)
     tools = {
-        n: ToolInfo(name=n, description=t.description, args_schema=t.args_schema)
+        n: ToolInfo(name=n, description=t.description, args_schema=t.args_schema,
+                    read_only=t.read_only)
         for n in sorted(names)
         if (t := agent.tools_by_name.get(n)) is not None
     }
@@ -316,5 +318,5 @@ async def thread_detail(agent: Agent, state: ThreadState,
         calls=calls, history=history[:HISTORY_LIMIT],
         history_truncated=len(history) > HISTORY_LIMIT, tools=tools,
         may_post=may_post(reviewer, ThreadFacts(
-            state.thread_id, created_by=getattr(state, "created_by", None)))
+            state.thread_id, created_by=state.created_by))
     )

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from datetime import timedelta
 
 from ..agent import Agent
+from ..authz import ThreadFacts, facts_of
 from ..storage.base import ChangeCursor, ThreadRecord
 from .hub import INBOX, Hub, thread_topic
 from .views import thread_summary
@@ -57,8 +58,9 @@ class InboxWatcher:
         self.remember = remember
         self._cursor: ChangeCursor | None = None
         self._started = agent.clock()
-        self._recent: OrderedDict[str, frozenset[str]] = OrderedDict()
-        """Pending interrupt ids of the threads seen changing most recently (bounded)."""
+        self._recent: OrderedDict[str, tuple[frozenset[str], ThreadFacts]] = OrderedDict()
+        """Pending interrupt ids and access facts of the threads seen changing most recently
+        (bounded)."""
         self._wake = asyncio.Event()
 
     def poke(self) -> None:
@@ -100,15 +102,20 @@ class InboxWatcher:
         return len(rows)
 
     def _remember(self, r: ThreadRecord) -> None:
-        self._recent[r.thread_id] = frozenset(i.id for i in r.pending)
+        self._recent[r.thread_id] = (frozenset(i.id for i in r.pending), facts_of(r))
         self._recent.move_to_end(r.thread_id)
         while len(self._recent) > self.remember:
             self._recent.popitem(last=False)
 
     def _publish(self, r: ThreadRecord) -> None:
         summary = thread_summary(r).model_dump(mode="json")
-        old = self._recent.get(r.thread_id)
+        seen = self._recent.get(r.thread_id)
+        old = seen[0] if seen is not None else None
         new = list(r.pending)
+        # an event is shown to the readers of the thread; a resolved request also to those
+        # who could read it while it was pending (so their inbox drops it)
+        now = (facts_of(r),)
+        then = now + ((seen[1],) if seen is not None else ())
         if old is None:
             # not seen changing since start: a request is new if created since then, and the
             # ones gone are those the thread lists as recently answered
@@ -119,11 +126,13 @@ class InboxWatcher:
             raised = [i.id for i in new if i.id not in old]
             resolved = sorted(old - {i.id for i in new})
         for iid in resolved:
-            self.hub.publish(INBOX, "request_resolved", {"interrupt_id": iid, "thread": summary})
+            self.hub.publish(INBOX, "request_resolved", {"interrupt_id": iid, "thread": summary},
+                             then)
         for iid in raised:
-            self.hub.publish(INBOX, "request_raised", {"interrupt_id": iid, "thread": summary})
-        self.hub.publish(INBOX, "thread_updated", {"thread": summary})
-        self.hub.publish(thread_topic(r.thread_id), "thread_updated", {"thread": summary})
+            self.hub.publish(INBOX, "request_raised", {"interrupt_id": iid, "thread": summary},
+                             now)
+        self.hub.publish(INBOX, "thread_updated", {"thread": summary}, then)
+        self.hub.publish(thread_topic(r.thread_id), "thread_updated", {"thread": summary}, now)
 
     async def run(self) -> None:
         """Poll until cancelled; errors are logged and retried."""

@@ -116,6 +116,7 @@ class MarkRecord(_Record):
     """Seconds."""
     per_call: bool | None = None
     edit_notice: str | None = None
+    allow_remember: bool | None = None
 
 
 class HookProgress(_Record):
@@ -194,6 +195,14 @@ class ThreadRecord(BaseModel):
     outcome: str = ""
     """How the latest run ended: the start of the final answer, a cancellation or the error."""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    created_by: str | None = None
+    """Who created the thread (``None``: the application itself, or a thread stored before
+    creators were recorded). See :mod:`interlock.authz` for what the creator may do."""
+    started_by_roles: list[str] = Field(default_factory=list)
+    """The roles ``started_by`` held when it started the run: remembered approvals apply only
+    to runs started by an identity that may post to the thread (:mod:`interlock.authz`)."""
+    deciders: list[str] = Field(default_factory=list)
+    """Reviewers who decided one of the thread's calls (they may read it)."""
 
 
 class JournalEntry(BaseModel):

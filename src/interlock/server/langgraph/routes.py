@@ -250,8 +250,8 @@ async def _launch(api: LangGraphAPI, caller: Identity, thread_id: str, plan: Pla
     _check_sizes(state, plan, text)
     if plan is None:
         assert text is not None
-        result = await state.runner.start(thread_id, text, wait=wait,
-                                          sender=caller.id if caller.authenticated else None)
+        result = await state.runner.start(thread_id, text, reviewer=caller.reviewer(),
+                                          wait=wait)
     elif plan.kind == "cancel":
         return await cancel_thread(state, caller, thread_id, IGNORE_REASON)
     elif plan.kind == "answer":

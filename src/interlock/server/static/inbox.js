@@ -533,7 +533,23 @@ function reviewCard(t, intr, action, config, tool) {
     panel.hidden = false;
     panel.dataset.kind = kind;
     const perr = h("p", { class: "error", role: "alert" });
-    if (kind === "edit") {
+    if (kind === "remember") {
+      // remembering an approval of a tool that may change things is one more, explicit step
+      const yes = keyButton("Yes, approve and remember", "Enter",
+        { class: "btn approve confirm-remember" });
+      yes.disabled = !permitted;
+      yes.addEventListener("click", () => decide({ type: "approve", remember: "thread" }, perr));
+      revalidate = () => { yes.disabled = !permitted; };
+      append(panel, [
+        h("h4", {}, `Approve every later ${action.name} call in this thread?`),
+        h("p", { class: "warning" }, `${action.name} is not declared read-only. Once remembered, `
+          + `the agent's later ${action.name} calls in this thread run without anyone seeing `
+          + "them, with whatever arguments the model chooses, until the approval is revoked."),
+        h("div", { class: "actions" }, yes,
+          h("button", { type: "button", class: "btn ghost", onclick: () => { panel.hidden = true; } }, "Cancel")),
+        perr]);
+      yes.focus();
+    } else if (kind === "edit") {
       const editor = argsEditor(config.args_schema || {}, action.args);
       const submit = keyButton("Run with these arguments", "Ctrl+Enter", { class: "btn edit" });
       const diffBox = h("div", { class: "diff-box" });
@@ -587,12 +603,19 @@ function reviewCard(t, intr, action, config, tool) {
     buttons.push(keyButton("Approve", "A", { class: "btn approve",
       onclick: () => decide({ type: "approve" }, error) }));
     keys.a = () => confirmFirst("Approve", { type: "approve" });
-    // a call that needs several approvals cannot be remembered (it would skip the others)
-    if ((config.approvals || 1) <= 1) {
-      buttons.push(keyButton("Approve & remember for this thread", "M", { class: "btn approve-remember",
-        title: `Approve, and approve later ${action.name} calls in this thread without asking`,
-        onclick: () => decide({ type: "approve", remember: "thread" }, error) }));
-      keys.m = () => confirmFirst("Approve and remember", { type: "approve", remember: "thread" });
+    // a call that needs several approvals cannot be remembered (it would skip the others),
+    // nor one whose policy says allow_remember=False
+    if ((config.approvals || 1) <= 1 && config.allow_remember !== false) {
+      // one click only for a tool declared read-only; otherwise a confirmation that says what
+      // remembering means
+      const readOnly = Boolean(tool && tool.read_only);
+      const remember = { type: "approve", remember: "thread" };
+      buttons.push(keyButton(readOnly ? "Approve & remember for this thread" : "Approve & remember…",
+        "M", { class: "btn approve-remember",
+          title: `Approve, and approve later ${action.name} calls in this thread without asking`,
+          onclick: () => (readOnly ? decide(remember, error) : openPanel("remember")) }));
+      keys.m = () => (readOnly ? confirmFirst("Approve and remember", remember)
+        : openPanel("remember"));
     }
   }
   if (allowed.has("edit")) {
