@@ -483,9 +483,14 @@ class Agent:
             before, before_id = batch[-1].updated_at, batch[-1].thread_id
         return out[:limit]
 
-    async def acount_threads(self, *, status: str | None = None,
-                             search: str | None = None) -> int:
-        """How many threads :meth:`alist_threads` lists with these filters."""
+    async def acount_threads(self, *, status: str | None = None, search: str | None = None,
+                             reviewer: Reviewer | str | None = None) -> int | None:
+        """How many threads :meth:`alist_threads` lists with these filters, counted from the
+        store's indexes. With a ``reviewer`` that is not an admin: None (counting only the
+        threads it may read would mean reading every thread)."""
+        rv, _ = _reviewer(reviewer)
+        if rv is not None and not rv.is_admin:
+            return None
         return await self.checkpointer.count_threads(status=status, search=search)
 
     async def aiter_threads(self, *, status: str | None = None,
@@ -616,9 +621,11 @@ class Agent:
                                                before_id=before_id, search=search,
                                                reviewer=reviewer), "list_threads")
 
-    def count_threads(self, *, status: str | None = None, search: str | None = None) -> int:
+    def count_threads(self, *, status: str | None = None, search: str | None = None,
+                      reviewer: Reviewer | str | None = None) -> int | None:
         """Sync form of :meth:`acount_threads`."""
-        return run_blocking(self.acount_threads(status=status, search=search), "count_threads")
+        return run_blocking(self.acount_threads(status=status, search=search,
+                                                reviewer=reviewer), "count_threads")
 
     def iter_threads(self, *, status: str | None = None, page: int = 200,
                      ) -> Iterator[ThreadRecord]:

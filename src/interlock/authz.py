@@ -241,6 +241,16 @@ def check_read(reviewer: Reviewer | None, facts: ThreadFacts) -> None:
         )
 
 
+def check_admin(reviewer: Reviewer | None, what: str) -> None:
+    """Operations that span every thread (the notification outbox, ...) are for the
+    application itself (no reviewer) and holders of the admin role."""
+    if reviewer is not None and not reviewer.is_admin:
+        raise NotAuthorized(
+            f"Reviewer {reviewer.describe()} may not {what}: that shows or changes data of "
+            f"every thread, so it needs the {ADMIN_ROLE!r} role."
+        )
+
+
 def check_revoke(reviewer: Reviewer | None, facts: ThreadFacts,
                  tool: ToolPolicy) -> None:
     if reviewer is not None:

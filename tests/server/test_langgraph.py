@@ -162,12 +162,16 @@ async def test_async_client_pause_resume_roles_and_errors(server: Server) -> Non
         assert tid in {t["thread_id"] for t in found}
         assert await client.threads.search(metadata={"graph_id": "other"}) == []
 
-        # carol has no dba role: the core refuses her decision
+        # carol has no dba role and did not start the thread: the core refuses her, and the
+        # thread is not hers to read either
         async with get_client(url=server.url, api_key=CAROL) as carol:
             with pytest.raises(PermissionDeniedError) as denied:
                 await carol.runs.create(
                     tid, "agent", command={"resume": {pending["id"]: {"type": "approve"}}})
-        assert "dba" in denied.value.message
+            assert "may not read" in denied.value.message
+            with pytest.raises(PermissionDeniedError):
+                await carol.threads.get_state(tid)
+            assert tid not in {t["thread_id"] for t in await carol.threads.search(limit=100)}
         async with get_client(url=server.url, api_key="not-a-valid-token-000") as nobody:
             with pytest.raises(AuthenticationError):
                 await nobody.threads.get(tid)

@@ -167,7 +167,8 @@ async def list_threads(
         max_length=200, description="Only threads whose id, latest message or pending "
         "requests (tool names, arguments, questions) contain this text, ignoring case.")] = None,
     count: Annotated[bool, Query(
-        description="Also return how many threads match (total).")] = False,
+        description="Also return how many threads match (total; admins and local mode "
+        "only, null for other reviewers).")] = False,
 ) -> ThreadList:
     """Threads, most recently updated first: those the caller may read (docs/security.md)."""
     search = q.strip() if q and q.strip() else None
@@ -179,7 +180,8 @@ async def list_threads(
     else:
         rows, nxt = await thread_page(lister, status=status, limit=limit, cursor=cursor,
                                       search=search)
-    total = (await state.agent.acount_threads(status=status, search=search)) if count else None
+    total = (await state.agent.acount_threads(status=status, search=search,
+                                              reviewer=caller.reviewer())) if count else None
     return ThreadList(threads=[thread_summary(r) for r in rows],
                       next_before=nxt.updated_at if nxt else None,
                       next_before_id=nxt.thread_id if nxt else None, total=total)

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from .. import display
+from ..authz import check_admin
 from ..decisions import Reviewer
 from ..errors import InterlockError
 from ..hitl import HITLRequest
@@ -59,21 +60,24 @@ def _roles(state: ServerState, person: Person) -> frozenset[str]:
 
 @router.get("/api/outbox", tags=["notifications"])
 async def list_outbox(
-    state: State, _: Caller,
+    state: State, caller: Caller,
     status: Annotated[str | None, Query(pattern="^(pending|delivered|dead)$")] = None,
     thread_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[dict[str, Any]]:
     """Notification events and their deliveries, oldest first (``status=dead``: the ones that
-    gave up; retry them with ``POST /api/outbox/{id}/retry``)."""
+    gave up; retry them with ``POST /api/outbox/{id}/retry``). Admins only."""
+    check_admin(caller.reviewer(), "list the notification outbox")
     events = await state.agent.checkpointer.outbox_list(status=status, thread_id=thread_id,
                                                         limit=limit)
     return [e.model_dump(mode="json") for e in events]
 
 
 @router.post("/api/outbox/{event_id}/retry", tags=["notifications"])
-async def retry_outbox(state: State, _: Caller, event_id: str) -> dict[str, Any]:
-    """Deliver a dead event again (its dead deliveries start over; the id stays the same)."""
+async def retry_outbox(state: State, caller: Caller, event_id: str) -> dict[str, Any]:
+    """Deliver a dead event again (its dead deliveries start over; the id stays the same).
+    Admins only."""
+    check_admin(caller.reviewer(), "retry notification deliveries")
     event: OutboxEvent | None = await retry_event(state.agent.checkpointer, event_id)
     if event is None:
         raise ApiError(404, "EventNotFound",

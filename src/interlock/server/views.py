@@ -160,7 +160,8 @@ class ThreadList(BaseModel):
     next_before_id: str | None = Field(
         default=None, description="Pass as ?before_id= together with next_before.")
     total: int | None = Field(
-        default=None, description="With ?count=true: how many threads match the filters.")
+        default=None, description="With ?count=true: how many threads match the filters "
+        "(admins and local mode; null for other reviewers).")
 
 
 class ToolInfo(BaseModel):

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ... import __version__
 from ...agent import ThreadState
-from ...errors import ThreadNotFound
+from ...errors import NotAuthorized, ThreadNotFound
 from ...result import RunResult
 from ...text import check_thread_id
 from ..api import caller_for, cancel_thread
@@ -64,15 +64,17 @@ class LangGraphAPI:
             self.new_threads.popitem(last=False)
         return created
 
-    async def load(self, thread_id: str) -> ThreadState | None:
+    async def load(self, thread_id: str, caller: Identity) -> ThreadState | None:
+        """The thread as ``caller`` may read it (``NotAuthorized`` otherwise: the same rule as
+        ``/api``), or None when it is not stored."""
         try:
-            return await self.state.agent.aget_thread(thread_id)
+            return await self.state.agent.aget_thread(thread_id, reviewer=caller.reviewer())
         except ThreadNotFound:
             return None
 
-    def loader(self, thread_id: str) -> LoadState:
+    def loader(self, thread_id: str, caller: Identity) -> LoadState:
         async def load() -> ThreadState:
-            return await self.state.agent.aget_thread(thread_id)
+            return await self.state.agent.aget_thread(thread_id, reviewer=caller.reviewer())
 
         return load
 
@@ -204,11 +206,11 @@ def _run_location(request: Request, rec: RunRecord) -> dict[str, str]:
     return {"Content-Location": f"{root}/threads/{rec.thread_id}/runs/{rec.run_id}"}
 
 
-async def _plan(api: LangGraphAPI, thread_id: str, body: RunCreate,
+async def _plan(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCreate,
                 explicit: bool) -> tuple[Plan | None, str | None]:
     """What the run does: resume (a plan) or start with a message (its text)."""
     api.check_assistant(body.assistant_id)
-    current = await api.load(thread_id)
+    current = await api.load(thread_id, caller)
     if current is None and explicit and thread_id not in api.new_threads \
             and body.if_not_exists != "create":
         raise ThreadNotFound(thread_id)
@@ -271,7 +273,7 @@ async def _start(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunC
                  explicit: bool) -> tuple[RunRecord, Subscription | None]:
     """Launch a background run; its input is stored (or refused) before this returns. The
     subscription (None when the run already ended, e.g. ``ignore``) carries its events."""
-    plan, text = await _plan(api, thread_id, body, explicit)
+    plan, text = await _plan(api, caller, thread_id, body, explicit)
     rec = api.runs.new(thread_id, api.assistant, body.metadata)
     sub = subscribe(api.state, thread_id)
     try:
@@ -288,8 +290,9 @@ async def _start(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunC
     return rec, sub
 
 
-async def _values(api: LangGraphAPI, thread_id: str, fmt: Format) -> dict[str, Any]:
-    current = await api.load(thread_id)
+async def _values(api: LangGraphAPI, caller: Identity, thread_id: str,
+                  fmt: Format) -> dict[str, Any]:
+    current = await api.load(thread_id, caller)
     return values_json(current, fmt) if current is not None else {}
 
 
@@ -329,10 +332,10 @@ def build_router(fmt: Format) -> APIRouter:
     # threads
 
     @router.post("/threads", tags=["threads"])
-    async def create_thread(api: API, _: Caller, body: ThreadCreate) -> dict[str, Any]:
+    async def create_thread(api: API, caller: Caller, body: ThreadCreate) -> dict[str, Any]:
         thread_id = body.thread_id or str(uuid.uuid4())
         check_thread_id(thread_id)  # as the core checks it when the first run stores it
-        current = await api.load(thread_id)
+        current = await api.load(thread_id, caller)
         if current is not None:
             if body.if_exists == "do_nothing":
                 return thread_json(current, fmt, api.assistant)
@@ -342,12 +345,12 @@ def build_router(fmt: Format) -> APIRouter:
         return new_thread_json(thread_id, api.remember_new(thread_id), api.assistant)
 
     @router.post("/threads/search", tags=["threads"])
-    async def search_threads(api: API, _: Caller, body: ThreadSearch) -> JSONResponse:
-        return JSONResponse(await _search(api, body, fmt))
+    async def search_threads(api: API, caller: Caller, body: ThreadSearch) -> JSONResponse:
+        return JSONResponse(await _search(api, caller, body, fmt))
 
     @router.get("/threads/{thread_id}", tags=["threads"])
-    async def get_thread(api: API, _: Caller, thread_id: str) -> dict[str, Any]:
-        current = await api.load(thread_id)
+    async def get_thread(api: API, caller: Caller, thread_id: str) -> dict[str, Any]:
+        current = await api.load(thread_id, caller)
         if current is not None:
             return thread_json(current, fmt, api.assistant)
         if thread_id in api.new_threads:
@@ -355,8 +358,8 @@ def build_router(fmt: Format) -> APIRouter:
         raise ThreadNotFound(thread_id)
 
     @router.get("/threads/{thread_id}/state", tags=["threads"])
-    async def get_thread_state(api: API, _: Caller, thread_id: str) -> dict[str, Any]:
-        current = await api.load(thread_id)
+    async def get_thread_state(api: API, caller: Caller, thread_id: str) -> dict[str, Any]:
+        current = await api.load(thread_id, caller)
         if current is not None:
             return state_json(current, fmt)
         if thread_id in api.new_threads:
@@ -364,9 +367,9 @@ def build_router(fmt: Format) -> APIRouter:
         raise ThreadNotFound(thread_id)
 
     @router.post("/threads/{thread_id}/history", tags=["threads"])
-    async def thread_history(api: API, _: Caller, thread_id: str,
+    async def thread_history(api: API, caller: Caller, thread_id: str,
                              body: History | None = None) -> JSONResponse:
-        current = await api.load(thread_id)
+        current = await api.load(thread_id, caller)
         if current is None and thread_id not in api.new_threads:
             raise ThreadNotFound(thread_id)
         return JSONResponse([state_json(current, fmt)] if current is not None else [])
@@ -381,7 +384,8 @@ def build_router(fmt: Format) -> APIRouter:
                 "supported update is values=None with as_node='__end__' (Agent Inbox's "
                 "'mark as resolved'), which cancels every pending call of the thread.")
         result = await cancel_thread(api.state, caller, thread_id, RESOLVE_REASON)
-        current = await api.state.agent.aget_thread(result.thread_id)
+        current = await api.state.agent.aget_thread(result.thread_id,
+                                                    reviewer=caller.reviewer())
         return {"checkpoint": state_json(current, fmt)["checkpoint"]}
 
     # runs
@@ -390,12 +394,12 @@ def build_router(fmt: Format) -> APIRouter:
                       thread_id: str, body: RunCreate, explicit: bool) -> JSONResponse:
         rec, sub = await _start(api, caller, thread_id, body, explicit)
         if sub is not None:
-            api.runs.follow(rec, sub, api.state, api.loader(thread_id))
+            api.runs.follow(rec, sub, api.state, api.loader(thread_id, caller))
         return JSONResponse(rec.to_json(), headers=_run_location(request, rec))
 
     async def _wait(request: Request, api: LangGraphAPI, caller: Identity, thread_id: str,
                     body: RunCreate, explicit: bool) -> JSONResponse:
-        plan, text = await _plan(api, thread_id, body, explicit)
+        plan, text = await _plan(api, caller, thread_id, body, explicit)
         rec = api.runs.new(thread_id, api.assistant, body.metadata)
         try:
             result = await _launch(api, caller, thread_id, plan, text, wait=True)
@@ -403,7 +407,7 @@ def build_router(fmt: Format) -> APIRouter:
             rec.finish("error", {"error": type(exc).__name__, "message": str(exc)})
             raise
         rec.finish("interrupted" if result is not None and result.interrupted else "success")
-        return JSONResponse(await _values(api, thread_id, fmt),
+        return JSONResponse(await _values(api, caller, thread_id, fmt),
                             headers=_run_location(request, rec))
 
     async def _stream(request: Request, api: LangGraphAPI, caller: Identity, thread_id: str,
@@ -411,7 +415,7 @@ def build_router(fmt: Format) -> APIRouter:
         modes = _modes(body.stream_mode)
         rec, sub = await _start(api, caller, thread_id, body, explicit)
         state = api.state
-        ctx = StreamContext(rec, api.assistant, fmt, modes, api.loader(thread_id))
+        ctx = StreamContext(rec, api.assistant, fmt, modes, api.loader(thread_id, caller))
         return StreamingResponse(
             stream_run(ctx, sub, state, state.sse_keepalive), media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no",
@@ -449,7 +453,8 @@ def build_router(fmt: Format) -> APIRouter:
         return await _stream(request, api, caller, str(uuid.uuid4()), body, False)
 
     @router.get("/threads/{thread_id}/runs", tags=["runs"])
-    async def list_runs(api: API, _: Caller, thread_id: str) -> JSONResponse:
+    async def list_runs(api: API, caller: Caller, thread_id: str) -> JSONResponse:
+        await api.load(thread_id, caller)  # runs of a thread are shown to its readers only
         return JSONResponse([r.to_json() for r in api.runs.of_thread(thread_id)])
 
     def _run(api: LangGraphAPI, thread_id: str, run_id: str) -> RunRecord:
@@ -461,19 +466,24 @@ def build_router(fmt: Format) -> APIRouter:
         return rec
 
     @router.get("/threads/{thread_id}/runs/{run_id}", tags=["runs"])
-    async def get_run(api: API, _: Caller, thread_id: str, run_id: str) -> dict[str, Any]:
+    async def get_run(api: API, caller: Caller, thread_id: str,
+                      run_id: str) -> dict[str, Any]:
+        await api.load(thread_id, caller)
         return _run(api, thread_id, run_id).to_json()
 
     @router.get("/threads/{thread_id}/runs/{run_id}/join", tags=["runs"])
-    async def join_run(api: API, _: Caller, thread_id: str, run_id: str) -> JSONResponse:
+    async def join_run(api: API, caller: Caller, thread_id: str, run_id: str) -> JSONResponse:
+        await api.load(thread_id, caller)
         rec = _run(api, thread_id, run_id)
         await rec.done.wait()
-        return JSONResponse(await _values(api, thread_id, fmt))
+        return JSONResponse(await _values(api, caller, thread_id, fmt))
 
     return router
 
 
-async def _search(api: LangGraphAPI, body: ThreadSearch, fmt: Format) -> list[dict[str, Any]]:
+async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
+                  fmt: Format) -> list[dict[str, Any]]:
+    """Threads the caller may read (the same rule as ``/api``), filtered as asked."""
     if body.values:
         raise _unsupported("UnsupportedFilter",
                            "Searching threads by 'values' is not supported; filter by status, "
@@ -490,16 +500,20 @@ async def _search(api: LangGraphAPI, body: ThreadSearch, fmt: Format) -> list[di
     found: list[tuple[datetime, dict[str, Any]]] = []
     if body.ids is not None:
         for tid in dict.fromkeys(body.ids):
-            current = await api.load(tid)
+            try:
+                current = await api.load(tid, caller)
+            except NotAuthorized:
+                continue
             if current is not None and (wanted is None or current.status in wanted):
                 found.append((current.updated_at, thread_json(current, fmt, api.assistant)))
     else:
         rows = []
         for status in wanted or (None,):
-            rows += await api.state.agent.alist_threads(status=status, limit=end)
+            rows += await api.state.agent.alist_threads(status=status, limit=end,
+                                                        reviewer=caller.reviewer())
         rows.sort(key=lambda r: r.updated_at, reverse=True)
         for r in rows[:end]:
-            current = await api.load(r.thread_id)
+            current = await api.load(r.thread_id, caller)
             if current is not None:
                 found.append((current.updated_at, thread_json(current, fmt, api.assistant)))
     if wanted is None or "idle" in wanted:
