@@ -321,7 +321,7 @@ def test_missing_extra_names_it() -> None:
             "except MissingDependency as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert "pip install 'interlock[langchain]'" in out
+    assert "'.[langchain]'" in out and "whl[langchain]" in out  # the extra, as installed here
     assert "langchain-core" in out
 
 

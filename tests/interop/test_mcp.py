@@ -246,4 +246,4 @@ def test_missing_extra_names_it() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert "MCP servers needs the optional dependency 'mcp'" in out
-    assert "pip install 'interlock[mcp]'" in out
+    assert "'.[mcp]'" in out and "whl[mcp]" in out  # the extra, as installed here
