@@ -61,6 +61,7 @@ def test_inbox_shows_the_count_and_its_approve_completes_the_quorum(
             expect(card).to_contain_text("approvals 1 of 2: alice")
             assert executions() == []
             card.get_by_role("button", name="Approve", exact=True).click()
+            card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
             expect(page.locator('.detail-head [data-status]')).to_have_attribute(
                 "data-status", "completed")
         finally:

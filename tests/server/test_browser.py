@@ -17,9 +17,10 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from interlock import SqliteCheckpointer, tool
+from interlock import Agent, HumanInTheLoop, ScriptedModel, SqliteCheckpointer, tool
+from interlock.messages import Message, UserMessage
 
-from .conftest import ALICE, BOB, TOKENS, bearer
+from .conftest import ALICE, BOB, CAROL, TOKENS, bearer
 from .live import CHROMIUM_ARGS, LiveServer, chromium_path
 from .server_agents import EXECUTED, make_agent
 
@@ -103,6 +104,11 @@ def results(page: Page) -> Any:
     return page.locator(".msg.tool pre.result")
 
 
+def confirm(c: Any) -> None:
+    """Answer yes to the confirmation a decision that runs a tool asks for."""
+    c.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+
+
 # -- live list --------------------------------------------------------------------------------
 
 
@@ -132,6 +138,9 @@ def test_approve_from_the_page(page: Page, live: LiveServer) -> None:
         ["Approve A", "Approve & remember… M", "Edit… E", "Reject… R",
          "Respond… P"])
     c.get_by_role("button", name="Approve", exact=True).click()
+    expect(c.locator(".confirm")).to_have_text(
+        "Approve execute_sql? It runs at once.Yes, run it EnterNo Esc")
+    confirm(c)
     expect_completed(page)
     expect(results(page)).to_have_text([f"OK: ran {SQL}"])
     expect(page.locator('.row[data-thread-id="approve-1"]')).to_have_count(0)
@@ -159,10 +168,12 @@ def test_edit_changes_an_argument(page: Page, live: LiveServer) -> None:
     field.fill("3")  # a valid integer, but the tool only takes even numbers: the server says so
     expect(submit).to_be_enabled()
     submit.click()
+    confirm(c)
     expect(c.locator(".panel .error")).to_contain_text("n must be an even number")
     expect(c.locator(".panel .error")).to_contain_text("Nothing was changed")
     field.fill("6")
     submit.click()
+    confirm(c)
     expect_completed(page)
     expect(results(page)).to_have_count(1)
     expect(results(page).first).to_contain_text("limit set to 6")
@@ -185,6 +196,7 @@ def test_edit_as_raw_json(page: Page, live: LiveServer) -> None:
     expect(c.get_by_role("button", name="Run with these arguments")).to_be_disabled()
     raw.fill('{"path": "notes.txt", "content": "bye"}')
     c.get_by_role("button", name="Run with these arguments").click()
+    confirm(c)
     expect_completed(page)
     expect(results(page).first).to_contain_text("wrote 3 characters to notes.txt")
 
@@ -306,6 +318,7 @@ def test_untrusted_text_renders_as_text_and_runs_nothing(page: Page, live: LiveS
     assert page.locator("#detail b, #list b").count() == 0
     assert page.evaluate("typeof window.__xss") == "undefined"
     c.get_by_role("button", name="Run with these arguments").click()
+    confirm(c)
     expect_completed(page)
     assert page.evaluate("typeof window.__xss") == "undefined"
 
@@ -340,6 +353,7 @@ def test_sign_in_and_roles(browser: Browser, tmp_path: Path) -> None:
         page.get_by_role("button", name="Sign in").click()
         page.locator('.row[data-thread-id="roles-1"]').click()
         card(page, "drop_table").get_by_role("button", name="Approve", exact=True).click()
+        confirm(card(page, "drop_table"))
         expect_completed(page)
         expect(page.locator("tr.decision-row td.actor")).to_have_text(["alice"])
         assert ("drop_table", {"table": "audit_2019"}) in EXECUTED
@@ -402,6 +416,7 @@ def test_a_thousand_pending_requests_stay_fast(browser: Browser, tmp_path: Path)
         print(f"filter over 1,000: {(time.perf_counter() - t0) * 1000:.0f} ms")
         page.locator('.row[data-thread-id="bulk-0123"]').click()
         card(page, "execute_sql").get_by_role("button", name="Approve", exact=True).click()
+        confirm(card(page, "execute_sql"))
         expect_completed(page)
         page.locator("#search").fill("")
         expect(page.locator("#list-count")).to_have_text("999 pending requests")
@@ -537,6 +552,7 @@ def test_edit_shows_a_diff_before_sending_and_in_the_history(page: Page,
     expect(diff.locator('.diff-arg[data-arg="content"] .diff-same')).to_have_text(["alpha", "gamma"])
     expect(diff.locator(".diff-unchanged")).to_have_text("Unchanged: path")
     c.get_by_role("button", name="Run with these arguments").click()
+    confirm(c)
     expect_completed(page)
     hist = page.locator("tr.hist-edit")
     expect(hist.locator(".diff-del")).to_have_text(["-beta"])
@@ -557,7 +573,8 @@ def test_decide_with_the_keyboard_only(page: Page, live: LiveServer) -> None:
         ["A", "M", "E", "R", "P"])
     page.keyboard.press("?")
     expect(page.locator("#help")).to_be_visible()
-    expect(page.locator("#help")).to_contain_text("approve (asks to confirm")
+    expect(page.locator("#help")).to_contain_text(
+        "approve (a tool not declared read-only asks to confirm")
     page.keyboard.press("Escape")
     expect(page.locator("#help")).to_be_hidden()
     # reject: R opens the reason, Ctrl+Enter sends it
@@ -581,13 +598,13 @@ def test_decide_with_the_keyboard_only(page: Page, live: LiveServer) -> None:
     page.goto(f"{live.url}/#/t/keys-approve")
     expect(page.locator(".thread-id")).to_have_text("keys-approve")
     page.keyboard.press("a")
-    confirm = card(page, "execute_sql").locator(".confirm")
-    expect(confirm).to_contain_text("Approve execute_sql? It runs at once.")
+    asked = card(page, "execute_sql").locator(".confirm")
+    expect(asked).to_contain_text("Approve execute_sql? It runs at once.")
     page.keyboard.press("Escape")
-    expect(confirm).to_be_hidden()
+    expect(asked).to_be_hidden()
     assert ("execute_sql", {"query": "DELETE FROM sessions"}) not in EXECUTED
     page.keyboard.press("a")
-    expect(confirm).to_be_visible()
+    expect(asked).to_be_visible()
     page.keyboard.press("Enter")
     expect_completed(page)
     assert EXECUTED.count(("execute_sql", {"query": "DELETE FROM sessions"})) == 1
@@ -601,8 +618,128 @@ def test_decide_with_the_keyboard_only(page: Page, live: LiveServer) -> None:
     page.keyboard.type("10")
     expect(card(page, "set_limit").locator(".diff-add")).to_have_text(["+10"])
     page.keyboard.press("Control+Enter")
+    expect(card(page, "set_limit").locator(".confirm")).to_be_visible()
+    page.keyboard.press("Enter")
     expect_completed(page)
     expect(results(page).first).to_contain_text("limit set to 10")
+
+
+def test_every_decision_that_runs_a_tool_asks_first_and_no_sends_nothing(
+        page: Page, live: LiveServer) -> None:
+    api = Api(live.url)
+    api.start("limit 8", "ask-first")
+    before = api.thread("ask-first")
+    posted: list[str] = []
+    page.on("request", lambda r: posted.append(r.url) if r.method == "POST" else None)
+    open_thread_any(page, live, "ask-first")
+    c = card(page, "set_limit")
+    asked = c.locator(".confirm")
+    panel = c.locator(".panel")
+
+    def nothing_sent() -> None:
+        assert posted == []
+        now = api.thread("ask-first")
+        assert now["status"] == "interrupted" and now["version"] == before["version"]
+        assert now["history"] == before["history"] and now["remembered"] == []
+        assert now["interrupts"] == before["interrupts"]
+        assert not any(name == "set_limit" for name, _ in EXECUTED)
+
+    # approve: the button and the A key ask; No and Esc send nothing
+    c.get_by_role("button", name="Approve", exact=True).click()
+    expect(asked).to_contain_text("Approve set_limit? It runs at once.")
+    asked.get_by_role("button", name="No").click()
+    expect(asked).to_be_hidden()
+    page.keyboard.press("a")
+    expect(asked).to_be_visible()
+    expect(asked.get_by_role("button", name="Yes, run it")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(asked).to_be_hidden()
+    # approve and remember: button and M open the panel that says what remembering means
+    c.get_by_role("button", name="Approve & remember…").click()
+    expect(panel).to_contain_text("set_limit is not declared read-only")
+    panel.get_by_role("button", name="Cancel").click()
+    expect(panel).to_be_hidden()
+    page.keyboard.press("m")
+    expect(panel).to_contain_text("set_limit is not declared read-only")
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+    # an edit: the button and Ctrl+Enter ask under the diff; No keeps the edit open
+    page.keyboard.press("e")
+    field = c.locator('.field[data-arg="n"] input')
+    expect(field).to_be_focused()
+    page.keyboard.press("Control+a")
+    page.keyboard.type("10")
+    c.get_by_role("button", name="Run with these arguments").click()
+    expect(asked).to_contain_text(
+        "Run set_limit with the edited arguments shown above? It runs at once.")
+    expect(panel.locator(".diff-add")).to_have_text(["+10"])
+    asked.get_by_role("button", name="No").click()
+    expect(asked).to_be_hidden()
+    field.focus()
+    page.keyboard.press("Control+Enter")
+    expect(asked).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(asked).to_be_hidden()
+    expect(field).to_have_value("10")
+    # a change after the question was asked withdraws it
+    field.focus()
+    page.keyboard.press("Control+Enter")
+    expect(asked).to_be_visible()
+    field.fill("12")
+    expect(asked).to_be_hidden()
+    nothing_sent()
+    # yes sends the decision, once: the edited call runs
+    field.focus()
+    page.keyboard.press("Control+Enter")
+    expect(asked).to_be_visible()
+    page.keyboard.press("Enter")
+    expect_completed(page)
+    expect(results(page).first).to_contain_text("limit set to 12")
+    assert [u.removeprefix(live.url) for u in posted] == ["/api/threads/ask-first/decisions"]
+    assert [e for e in EXECUTED if e[0] == "set_limit"] == [("set_limit", {"n": 12, "reason": ""})]
+
+
+@tool(read_only=True)
+def count_rows(table: str) -> str:
+    """Count the rows of a table."""
+    EXECUTED.append(("count_rows", {"table": table}))
+    return f"{table}: 400 rows"
+
+
+def _count_script(messages: list[Message]) -> Any:
+    if isinstance(messages[-1], UserMessage):
+        return ("Counting.", [{"name": "count_rows", "args": {"table": messages[-1].content}}])
+    return f"Done. {messages[-1].content}"
+
+
+def test_a_read_only_tool_runs_without_a_confirmation(page: Page, tmp_path: Path) -> None:
+    agent = Agent(model=ScriptedModel(_count_script), tools=[count_rows],
+                  middleware=[HumanInTheLoop(interrupt_on={"count_rows": True})],
+                  checkpointer=SqliteCheckpointer(tmp_path / "ro.db"))
+    server = LiveServer(agent)
+    try:
+        api = Api(server.url)
+        for tid, table in (("ro-button", "orders"), ("ro-key", "customers"),
+                           ("ro-edit", "orders")):
+            api.start(table, tid)
+        open_thread_any(page, server, "ro-button")
+        card(page, "count_rows").get_by_role("button", name="Approve", exact=True).click()
+        expect_completed(page)
+        open_thread_any(page, server, "ro-key")
+        page.keyboard.press("a")
+        expect_completed(page)
+        open_thread_any(page, server, "ro-edit")
+        page.keyboard.press("e")
+        page.keyboard.press("Control+a")
+        page.keyboard.type("invoices")
+        page.keyboard.press("Control+Enter")
+        expect_completed(page)
+        assert page.locator(".confirm:visible").count() == 0
+        assert EXECUTED == [("count_rows", {"table": "orders"}),
+                            ("count_rows", {"table": "customers"}),
+                            ("count_rows", {"table": "invoices"})]
+    finally:
+        server.stop()
 
 
 def test_follow_up_message_from_the_inbox_starts_a_run(page: Page, live: LiveServer) -> None:
@@ -624,6 +761,72 @@ def test_follow_up_message_from_the_inbox_starts_a_run(page: Page, live: LiveSer
     assert [m["content"] for m in t["messages"] if m["role"] == "user"] == [
         "which table should I clean?", "limit 4"]
     assert t["status"] == "interrupted"
+
+
+def test_follow_up_from_a_thread_creator_who_is_not_an_admin(browser: Browser,
+                                                               tmp_path: Path) -> None:
+    server = LiveServer(make_agent(SqliteCheckpointer(tmp_path / "owner.db")), tokens=TOKENS)
+    bob_ctx = browser.new_context(viewport={"width": 1280, "height": 860})
+    alice_ctx = browser.new_context(viewport={"width": 1280, "height": 860})
+
+    def sign_in(page: Page, token: str, who: str) -> None:
+        page.goto(f"{server.url}/")
+        page.locator("#token").fill(token)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator("#whoami")).to_have_text(who)
+
+    try:
+        bob = Api(server.url, BOB)  # roles ["ops"], not an admin: the thread's creator
+        bob.start("which table should I clean?", "owned-1")
+        page = bob_ctx.new_page()
+        sign_in(page, BOB, "bob (ops)")
+        page.goto(f"{server.url}/#/t/owned-1")
+        expect_completed(page)
+        box = page.locator(".follow-up")
+        expect(box).to_contain_text("The agent asked you something: reply")
+        box.get_by_label("Message to the agent").fill("limit 4")
+        box.get_by_role("button", name="Send to the agent").click()
+        expect(page.locator('.detail-head [data-status]')).to_have_attribute(
+            "data-status", "interrupted")
+        expect(card(page, "set_limit")).to_be_visible()
+        t = bob.thread("owned-1")
+        assert [m["content"] for m in t["messages"] if m["role"] == "user"] == [
+            "which table should I clean?", "limit 4"]
+        assert t["may_post"] is True
+        # alice (dba, ops; no admin) may decide the new call, so she may read the thread,
+        # but not post to it: no message box for her, and her own POST is refused
+        page2 = alice_ctx.new_page()
+        sign_in(page2, ALICE, "alice (dba, ops)")
+        page2.goto(f"{server.url}/#/t/owned-1")
+        c = card(page2, "set_limit")
+        c.get_by_role("button", name="Approve", exact=True).click()
+        confirm(c)
+        expect_completed(page2)
+        expect(page2.locator("tr.decision-row td.actor")).to_have_text(["alice"])
+        expect(page2.locator(".follow-up")).to_be_hidden()
+        assert page2.locator("#follow-up-text").count() == 0
+        alice = Api(server.url, ALICE)
+        seen = alice.thread("owned-1")
+        assert seen["status"] == "completed" and seen["may_post"] is False
+        for token in (ALICE, CAROL):
+            r = httpx.post(f"{server.url}/api/threads/owned-1/messages", headers=bearer(token),
+                           json={"message": "limit 6"}, timeout=30)
+            assert r.status_code == 403, r.text
+        assert "only its creator ('bob')" in httpx.post(
+            f"{server.url}/api/threads/owned-1/messages", headers=bearer(ALICE),
+            json={"message": "limit 6"}, timeout=30).json()["message"]
+        after = bob.thread("owned-1")
+        assert after["version"] == seen["version"] and after["messages"] == seen["messages"]
+        assert after["history"] == seen["history"]
+        assert not any(e == ("set_limit", {"n": 6, "reason": ""}) for e in EXECUTED)
+        # the creator still sees the box on the finished thread
+        page.reload()
+        expect_completed(page)
+        expect(page.locator(".follow-up")).to_contain_text("Send the agent a follow-up message")
+    finally:
+        bob_ctx.close()
+        alice_ctx.close()
+        server.stop()
 
 
 def open_thread_any(page: Page, live: LiveServer, thread_id: str) -> None:
@@ -668,6 +871,7 @@ def test_phone_width_keeps_every_control_visible(browser: Browser, live: LiveSer
             b = button.bounding_box()
             assert b and b["x"] >= 0 and b["x"] + b["width"] <= 390 + 0.5, b
         c.get_by_role("button", name="Approve", exact=True).click()
+        confirm(c)
         expect_completed(page)
     finally:
         context.close()

@@ -512,19 +512,31 @@ function reviewCard(t, intr, action, config, tool) {
     confirmBox.hidden = true;
   }
 
-  // a decision that runs (or discards) the call at once asks first when given by keyboard
+  // a decision that runs a tool not declared read-only asks first, given by key or by button:
+  // approve here, approve-and-remember in its own panel, an edit below its diff
+  const readOnly = Boolean(tool && tool.read_only);
   const confirmBox = h("div", { class: "confirm", role: "alertdialog", hidden: true });
-  function confirmFirst(label, decision) {
-    closePanel();
-    const yes = keyButton(`Yes, ${label.toLowerCase()}`, "Enter", { class: "btn approve confirm-yes",
-      onclick: () => { confirmBox.hidden = true; decide(decision, error); } });
+  function confirmFirst(question, decision, errEl, keepPanel = false) {
+    if (!keepPanel) closePanel();
+    const back = document.activeElement;
+    const no = () => {
+      confirmBox.hidden = true;
+      if (keepPanel && back && back.isConnected) back.focus();
+    };
+    const yes = keyButton("Yes, run it", "Enter", { class: "btn approve confirm-yes",
+      onclick: () => { confirmBox.hidden = true; decide(decision, errEl); } });
     clear(confirmBox).append(
-      h("p", {}, `${label} `, lineEl(action.name, 200, { class: "tool-name" }), "? It runs at once."),
-      h("div", { class: "actions" }, yes,
-        keyButton("No", "Esc", { class: "btn ghost", onclick: () => { confirmBox.hidden = true; } })));
+      h("p", {}, ...question, " It runs at once."),
+      h("div", { class: "actions" }, yes, keyButton("No", "Esc", { class: "btn ghost confirm-no", onclick: no })));
     confirmBox.hidden = false;
+    confirmBox.cancel = no;
     yes.focus();
   }
+  function decideOrConfirm(question, decision, errEl, keepPanel = false) {
+    if (readOnly) decide(decision, errEl);
+    else confirmFirst(question, decision, errEl, keepPanel);
+  }
+  const toolName = () => lineEl(action.name, 200, { class: "tool-name" });
 
   function openPanel(kind) {
     error.textContent = "";
@@ -553,12 +565,16 @@ function reviewCard(t, intr, action, config, tool) {
       const editor = argsEditor(config.args_schema || {}, action.args);
       const submit = keyButton("Run with these arguments", "Ctrl+Enter", { class: "btn edit" });
       const diffBox = h("div", { class: "diff-box" });
+      let askedFor = null;  // the arguments a shown confirmation is about
       const sync = (r) => {
         // what will be sent, compared with what the model proposed
         const changes = r.ok ? argsDiff(action.args, r.value) : null;
         clear(diffBox).append(h("h4", {}, "Changes to send"),
           changes ? changes.el : h("p", { class: "muted" }, "Fix the arguments to see the changes."));
         submit.disabled = !r.ok || !permitted;
+        // a question asked about other arguments is withdrawn (leaving a field reports a
+        // change too, without one)
+        if ((r.ok ? JSON.stringify(r.value) : null) !== askedFor) confirmBox.hidden = true;
       };
       editor.onChange(sync);
       revalidate = () => sync(editor.read());
@@ -566,7 +582,9 @@ function reviewCard(t, intr, action, config, tool) {
       submit.addEventListener("click", () => {
         const r = editor.read();
         if (!r.ok) return;
-        decide({ type: "edit", edited_action: { name: action.name, args: r.value } }, perr);
+        askedFor = JSON.stringify(r.value);
+        decideOrConfirm(["Run ", toolName(), " with the edited arguments shown above?"],
+          { type: "edit", edited_action: { name: action.name, args: r.value } }, perr, true);
       });
       append(panel, [h("h4", {}, "Edit the arguments of ", lineEl(action.name, 200)), editor.el, diffBox,
         h("div", { class: "actions" }, submit, closeButton()),
@@ -600,22 +618,21 @@ function reviewCard(t, intr, action, config, tool) {
 
   const keys = {};
   if (allowed.has("approve")) {
-    buttons.push(keyButton("Approve", "A", { class: "btn approve",
-      onclick: () => decide({ type: "approve" }, error) }));
-    keys.a = () => confirmFirst("Approve", { type: "approve" });
+    const approve = () => decideOrConfirm(["Approve ", toolName(), "?"], { type: "approve" }, error);
+    buttons.push(keyButton("Approve", "A", { class: "btn approve", onclick: approve }));
+    keys.a = approve;
     // a call that needs several approvals cannot be remembered (it would skip the others),
     // nor one whose policy says allow_remember=False
     if ((config.approvals || 1) <= 1 && config.allow_remember !== false) {
-      // one click only for a tool declared read-only; otherwise a confirmation that says what
+      // one step for a tool declared read-only; otherwise a confirmation that says what
       // remembering means
-      const readOnly = Boolean(tool && tool.read_only);
-      const remember = { type: "approve", remember: "thread" };
+      const remember = () => (readOnly ? decide({ type: "approve", remember: "thread" }, error)
+        : openPanel("remember"));
       buttons.push(keyButton(readOnly ? "Approve & remember for this thread" : "Approve & remember…",
         "M", { class: "btn approve-remember",
           title: `Approve, and approve later ${action.name} calls in this thread without asking`,
-          onclick: () => (readOnly ? decide(remember, error) : openPanel("remember")) }));
-      keys.m = () => (readOnly ? confirmFirst("Approve and remember", remember)
-        : openPanel("remember"));
+          onclick: remember }));
+      keys.m = remember;
     }
   }
   if (allowed.has("edit")) {
@@ -667,11 +684,12 @@ function reviewCard(t, intr, action, config, tool) {
     permitted ? null : h("p", { class: "notice" },
       `Only a reviewer with the role ${config.reviewers.join(" or ")} can decide this call.`),
     h("div", { class: "actions" }, buttons),
-    confirmBox, panel, status, error,
+    panel, confirmBox, status, error,
   ]);
   busy(false);
   card.keys = permitted ? keys : {};
-  card.keys.escape = closePanel;
+  // Esc answers an open confirmation with no (an edit stays open), else closes the panel
+  card.keys.escape = () => (confirmBox.hidden ? closePanel() : confirmBox.cancel());
   return card;
 }
 
