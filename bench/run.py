@@ -13,7 +13,10 @@ run, and prints every figure with the ratio LangChain / interlock:
   (e) in memory, the same cycle on four systems side by side: interlock, LangChain, Pydantic AI
       (deferred tools with ``requires_approval``) and the OpenAI Agents SDK (``needs_approval``,
       ``RunState`` stored as JSON and loaded back); see ``peers.py``;
-  plus the time of ``import interlock`` / ``import langchain.agents`` in a fresh process.
+  plus the time of ``import interlock`` / ``import langchain.agents`` in a fresh process;
+  (workers) on Postgres, interlock alone: one combined server against an API-only server with
+      two worker processes, decisions per second from 50 concurrent HTTP clients, each
+      approval's tool counted, and a worker killed mid-tool (see ``workers.py``).
 
 Figures (a) and (b) run both systems in this process, alternating in blocks of cycles so that
 machine noise hits both alike. Results go to ``bench/results/latest.json`` (and the full
@@ -380,6 +383,9 @@ class Bench:
 
     # -- import time --------------------------------------------------------------------------
 
+    def fig_workers(self) -> None:
+        _workers_figure(self)
+
     def fig_import(self) -> None:
         log(f"\nimport time in a fresh process ({self.import_reps} runs each, median)")
         out: dict[str, Any] = {}
@@ -413,6 +419,19 @@ class Bench:
         self.results["import"] = out
 
 
+def _workers_figure(bench: Bench) -> None:
+    """(workers): API + 2 workers against one combined process, on Postgres."""
+    import workers
+
+    log("\n(workers) Postgres: 1 combined `interlock serve` vs `serve --api-only` + 2 "
+        "`interlock worker`")
+    quick = bench.args.quick
+    ns = argparse.Namespace(pg_dsn=bench.args.pg_dsn, threads=300 if quick else 1000,
+                            clients=50, kill_threads=100 if quick else 200, claim_lease=2.0,
+                            rounds=1 if quick else 2)
+    bench.results["workers"] = workers.run(ns)
+
+
 def verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
@@ -443,8 +462,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backends", default="memory,sqlite,postgres",
                    help="comma-separated subset of memory,sqlite,postgres")
-    p.add_argument("--figures", default="a,b,c,d,e,import",
-                   help="comma-separated subset of a,b,c,d,e,import (e runs once, in memory)")
+    p.add_argument("--figures", default="a,b,c,d,e,import,workers",
+                   help="comma-separated subset of a,b,c,d,e,import,workers (e runs once, in "
+                   "memory; workers once, on Postgres)")
     p.add_argument("--quick", action="store_true",
                    help="fewer cycles, K up to 50, 1,000 threads for (d): a few minutes")
     p.add_argument("--threads", type=int, default=None, help="threads for (d)")
@@ -535,6 +555,8 @@ def main() -> int:
             bench.fig_e()
         if "import" in figures:
             bench.fig_import()
+        if "workers" in figures and "postgres" in backends:
+            bench.fig_workers()
     finally:
         if args.workdir is None:  # with --workdir, the files and schemas stay for inspection
             shutil.rmtree(bench.workdir, ignore_errors=True)

@@ -45,7 +45,7 @@ def test_compose_file_runs_interlock_serve_against_postgres() -> None:
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     assert set(compose) <= {"services", "secrets", "volumes", "networks", "name"}
     services = compose["services"]
-    assert set(services) == {"db", "interlock"}
+    assert set(services) == {"db", "interlock", "worker"}
 
     db = services["db"]
     image, _, tag = db["image"].partition(":")
@@ -82,6 +82,18 @@ def test_compose_file_runs_interlock_serve_against_postgres() -> None:
     assert (DEPLOY / "app" / "agents.py").is_file()
     cmd = dict(dockerfile())["CMD"]
     assert '"agents:agent"' in cmd
+    # two tiers: the server is the image's command in API-only mode, the workers run the same
+    # agent module from the same image against the same database, without a port
+    assert app["command"] == [*json.loads(cmd), "--api-only"]
+    worker = services["worker"]
+    assert worker["build"] == build
+    assert worker["command"] == ["interlock", "worker", "agents:agent"]
+    assert worker["depends_on"] == app["depends_on"]
+    assert worker["environment"][DB_ENV] == dsn
+    assert {k: v for k, v in worker["environment"].items() if k != DB_ENV} == {
+        k: v for k, v in env.items() if k not in (DB_ENV, ENV_TOKENS_FILE)}
+    assert "ports" not in worker and worker["healthcheck"] == {"disable": True}
+    assert worker["deploy"]["replicas"] >= 2
 
 
 def test_dockerfile_has_the_expected_steps() -> None:

@@ -218,9 +218,9 @@ async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
     left = {i.id for i in remaining}
     resolved = [*txn.t.resolved, *(i.id for i in pending if i.id not in left)]
     with txn.expect(lambda: InterruptConflict(txn.thread_id, spec.interrupt_id or ids[0])):
-        await txn.commit(journal=journal, audit=audit, pending=remaining, status="running",
-                         remembered=remembered, resolved=resolved[-RESOLVED_KEPT:], **updates)
-    txn.stored()
+        await txn.store_input(journal=journal, audit=audit, pending=remaining,
+                              status="running", remembered=remembered,
+                              resolved=resolved[-RESOLVED_KEPT:], **updates)
 
 
 def _apply_decisions(

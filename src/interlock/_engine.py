@@ -20,7 +20,7 @@ from ._execute import ToolStillRunning
 from ._txn import Lease, Sink, ThreadTxn
 from .errors import ConcurrencyError, ConfigurationError
 from .leases import local_run
-from .storage.base import Checkpointer
+from .storage.base import Checkpointer, RunQueue, no_run_queue
 from .text import escaped
 
 log = logging.getLogger("interlock")
@@ -37,15 +37,22 @@ async def perform(
     *,
     sink: Sink | None = None,
     on_stored: Callable[[], None] | None = None,
+    handoff: bool = False,
+    claimed: bool = False,
 ) -> T:
     """Run ``step`` on a new transaction of ``thread_id``.
 
     ``on_stored`` is called once the operation's input (new message, decisions, answers) is
-    durably stored, before the run goes on; ``sink`` receives the run's events."""
+    durably stored, before the run goes on; ``sink`` receives the run's events. ``handoff``:
+    store the input with the thread put on the store's run queue instead of running it (an
+    API-only server); ``claimed``: the run was claimed from that queue (a worker)."""
     if not isinstance(thread_id, str) or not thread_id:
         raise ConfigurationError("thread_id must be a non-empty string.")
+    if handoff and not isinstance(store, RunQueue):
+        raise no_run_queue(store)
     txn = ThreadTxn(store, thread_id, Lease(deps.owner, deps.lease, deps.clock), sink=sink,
-                    on_stored=on_stored, snapshots=deps.snapshots)
+                    on_stored=on_stored, snapshots=deps.snapshots, handoff=handoff,
+                    claimed=claimed)
     with local_run(thread_id):
         try:
             return await step(txn)

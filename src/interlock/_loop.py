@@ -103,9 +103,8 @@ async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message],
               **starter_fields(by),
               audit=[*posted, AuditItem(AuditKind.RUN_STARTED, actor, None,
                                         {"trigger": "message"})])
-    if txn.on_stored is not None:
-        await txn.flush()
-        txn.stored()
+    if txn.on_stored is not None or txn.handoff:
+        await txn.store_input()
     return await loop(txn, deps)
 
 
@@ -121,6 +120,19 @@ async def recover(txn: ThreadTxn, deps: RunDeps) -> RunResult:
         await txn.commit(status="running", error=None)
         return await loop(txn, deps)
     return txn.result()
+
+
+async def claimed(txn: ThreadTxn, deps: RunDeps) -> RunResult:
+    """Continue a run that a worker claimed from the run queue: the queued run goes on; a run
+    whose worker stopped (it died, or was cancelled and stored ``failed``) is recovered."""
+    if await txn.load():
+        return await take_over(txn, deps)
+    if txn.t.status == "running":
+        return await loop(txn, deps)
+    if txn.t.status == "failed":
+        await txn.commit(status="running", error=None)
+        return await loop(txn, deps)
+    return txn.result()  # nothing left to run (already done by an earlier claim)
 
 
 async def take_over(txn: ThreadTxn, deps: RunDeps) -> RunResult:
@@ -205,7 +217,10 @@ async def finish_interrupted(txn: ThreadTxn) -> RunResult:
 
 
 async def loop(txn: ThreadTxn, deps: RunDeps) -> RunResult:
-    """Continue the run until it completes or must wait for someone."""
+    """Continue the run until it completes or must wait for someone (a hand-off run: queue
+    it for a worker instead)."""
+    if txn.handoff:
+        return await txn.hand_off()
     model_calls = 0
     while True:
         t = txn.t

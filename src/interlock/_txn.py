@@ -28,7 +28,7 @@ from .errors import ConcurrencyError, StorageError, ThreadBusy, ThreadNotFound
 from .events import Event, InterruptRaised
 from .hitl import HITLRequest
 from .interrupts import Interrupt
-from .leases import is_this_process, owner_alive
+from .leases import QUEUED, is_this_process, owner_alive
 from .messages import AssistantMessage, Message
 from .result import RunResult
 from .storage.base import (
@@ -78,8 +78,16 @@ class ThreadTxn:
         self, store: Checkpointer, thread_id: str, lease: Lease, *, sink: Sink | None = None,
         on_stored: Callable[[], None] | None = None,
         snapshots: SnapshotCache | None = None,
+        handoff: bool = False,
+        claimed: bool = False,
     ) -> None:
         self.store = store
+        self.handoff = handoff
+        """Store the input and queue the run for a worker instead of running it here."""
+        self.claimed = claimed
+        """This run was claimed from the run queue: a thread owned by ``QUEUED`` is its own."""
+        self.handed_off = False
+        self.input_stored = False
         self.snapshots = snapshots
         self.thread_id = thread_id
         self.lease = lease
@@ -170,6 +178,8 @@ class ThreadTxn:
         t = snap.thread
         if t.status == "running":
             owner = t.lease_owner
+            if owner == QUEUED and self.claimed:
+                return False
             if owner and owner_alive(owner, t.lease_until, self.now(), self.thread_id,
                                      asking_run=True):
                 raise ThreadBusy(self.thread_id, owner, here=is_this_process(owner))
@@ -205,16 +215,17 @@ class ThreadTxn:
                 s.journal[e.tool_call_id] = e
         self._audit.extend(audit)
 
-    async def flush(self, *, hold_lease: bool = True) -> None:
+    async def flush(self, *, hold_lease: bool = True, queue: bool = False) -> None:
         """Store everything staged in one atomic compare-and-set commit, then publish the
-        events that waited for it."""
+        events that waited for it. ``queue``: the thread goes on the run queue in the same
+        commit, owned by ``QUEUED`` until a worker claims it."""
         async with self._lock:
-            await self._flush(hold_lease)
+            await self._flush(hold_lease, queue)
         events, self._events = self._events, []
         for event in events:
             await self.emit(event)
 
-    async def _flush(self, hold_lease: bool) -> None:
+    async def _flush(self, hold_lease: bool, queue: bool = False) -> None:
         t = self.t
         now = self.now()
         seq, prev = t.audit_seq, t.audit_hash or GENESIS
@@ -226,7 +237,8 @@ class ThreadTxn:
             prev = rec.hash
             records.append(rec)
         lease = (
-            {"lease_owner": self.lease.owner, "lease_until": now + self.lease.length}
+            {"lease_owner": QUEUED, "lease_until": None} if queue
+            else {"lease_owner": self.lease.owner, "lease_until": now + self.lease.length}
             if hold_lease else {"lease_owner": None, "lease_until": None}
         )
         expected = self.version
@@ -242,7 +254,7 @@ class ThreadTxn:
         try:
             await self.store.commit(
                 Commit(thread=new, messages=self._messages, journal=list(self._journal.values()),
-                       audit=records, outbox=outbox),
+                       audit=records, outbox=outbox, enqueue=queue),
                 expected_version=expected,
             )
         except VersionConflict:
@@ -259,7 +271,7 @@ class ThreadTxn:
         self.s.thread = new
         self.version = new.version
         self._stored = new
-        self.holding = hold_lease
+        self.holding = hold_lease and not queue
         if self.snapshots is not None:
             self.snapshots.remember(new, self.s.messages)
         self._messages = []
@@ -309,6 +321,33 @@ class ThreadTxn:
             yield
         finally:
             self.conflict = self._busy
+
+    async def store_input(self, **changes: Any) -> None:
+        """Stage ``changes`` (the run's input: a message, decisions, answers) and store them,
+        then tell whoever waits. A hand-off run stores them with the thread put on the run
+        queue, in the same commit, and goes no further (see :meth:`hand_off`)."""
+        self.stage(**changes)
+        if self.handoff:
+            await self.flush(hold_lease=False, queue=True)
+            self.handed_off = True
+        else:
+            await self.flush()
+        self.input_stored = True
+        self.stored()
+
+    async def hand_off(self) -> RunResult:
+        """Where a hand-off run would go on running: queue the thread for a worker (unless the
+        input's commit did) and return ``queued``. Reached before the input was stored (the
+        thread first needed recovery, or its requests expired and its run goes on), the run
+        is queued all the same and this call is refused with ``ThreadBusy``: its input is not
+        stored, and the caller tries again once the worker is done."""
+        if not self.handed_off:
+            await self.flush(hold_lease=False, queue=True)
+            self.handed_off = True
+        if not self.input_stored:
+            raise ThreadBusy(self.thread_id, QUEUED)
+        return RunResult(self.thread_id, "queued", list(self.s.messages),
+                         [public_interrupt(i) for i in self.t.pending], version=self.version)
 
     def stored(self) -> None:
         """The run's input is durably stored: tell whoever waits for that (once)."""

@@ -260,12 +260,13 @@ class Agent:
     async def _perform(
         self, thread_id: str, step: Callable[[ThreadTxn, RunDeps], Awaitable[T]], *,
         sink: Sink | None = None, on_stored: Callable[[], None] | None = None,
+        handoff: bool = False, claimed: bool = False,
     ) -> T:
         """Every operation on a thread goes through the engine's one entry."""
         deps = self._deps()
         bound: Step[T] = lambda txn: step(txn, deps)  # noqa: E731
         return await perform(self.checkpointer, deps, thread_id, bound, sink=sink,
-                             on_stored=on_stored)
+                             on_stored=on_stored, handoff=handoff, claimed=claimed)
 
     async def ainvoke(
         self, input: Any, *, thread_id: str | None = None,
@@ -273,6 +274,7 @@ class Agent:
         on_stored: Callable[[], None] | None = None,
         on_event: Callable[[Event], Awaitable[None]] | None = None,
         reviewer: Reviewer | str | None = None,
+        handoff: bool = False,
     ) -> RunResult:
         """Send a user message (or a ``Command``) and run until the answer or a pause.
 
@@ -286,18 +288,21 @@ class Agent:
         records it as its creator; an existing thread takes messages only from its creator and
         holders of the ``admin`` role (:mod:`interlock.authz`), otherwise
         :class:`NotAuthorized`. The review requests of the run record it, so that
-        ``InterruptOn(self_approval=False)`` keeps that identity from approving them."""
+        ``InterruptOn(self_approval=False)`` keeps that identity from approving them.
+        ``handoff``: store the input and put the run on the store's run queue, in one commit,
+        for a worker process (``interlock worker``) to run; returns at once with status
+        ``queued`` (needs a store with a run queue: Postgres)."""
         thread_id = _thread_of("invoke", thread_id, config)
         rv, who = _reviewer(reviewer)
         if isinstance(input, Command):
             spec = ResumeSpec(command=input.resume, has_command=True, reviewer=rv, actor=who)
             return await self._perform(
                 thread_id, lambda txn, deps: _loop.resume(txn, deps, spec), sink=on_event,
-                on_stored=on_stored)
+                on_stored=on_stored, handoff=handoff)
         messages = _coerce_input(input)
         return await self._perform(
             thread_id, lambda txn, deps: _loop.start(txn, deps, messages, rv), sink=on_event,
-            on_stored=on_stored)
+            on_stored=on_stored, handoff=handoff)
 
     async def aresume(
         self,
@@ -310,6 +315,7 @@ class Agent:
         actor: str | None = None,
         on_stored: Callable[[], None] | None = None,
         on_event: Callable[[Event], Awaitable[None]] | None = None,
+        handoff: bool = False,
     ) -> RunResult:
         """Answer the pending request and continue the run.
 
@@ -321,7 +327,8 @@ class Agent:
         name recorded in the audit log when it differs from the reviewer's id (default: the
         reviewer's id, ``local`` without one).
         ``on_stored`` / ``on_event``: as for :meth:`ainvoke` — ``on_stored`` is called once the
-        decisions are durably stored, even if the run then fails.
+        decisions are durably stored, even if the run then fails. ``handoff``: as for
+        :meth:`ainvoke` (the decisions and the queued run in one commit).
         """
         if not isinstance(thread_id, str):
             raise ConfigurationError(
@@ -340,7 +347,7 @@ class Agent:
                           has_value=value is not _UNSET, interrupt_id=interrupt_id,
                           reviewer=rv, actor=check_name(actor) if actor else who)
         return await self._perform(thread_id, lambda txn, deps: _loop.resume(txn, deps, spec),
-                                   sink=on_event, on_stored=on_stored)
+                                   sink=on_event, on_stored=on_stored, handoff=handoff)
 
     async def astream(self, input: Any, *, thread_id: str | None = None,
                       config: Mapping[str, Any] | None = None,
@@ -372,6 +379,16 @@ class Agent:
         finally:
             if not task.done():
                 task.cancel()
+
+    async def arun_queued(self, thread_id: str, *,
+                          on_event: Callable[[Event], Awaitable[None]] | None = None,
+                          ) -> RunResult:
+        """Run what a hand-off left on the run queue for ``thread_id``: called by a worker
+        that claimed the queue entry (see :mod:`interlock.worker`). A thread whose previous
+        worker stopped mid-run is recovered by the journal rules (a call that was running is
+        retried only when idempotent, else asked about); one whose run is already done
+        returns its state."""
+        return await self._perform(thread_id, _loop.claimed, sink=on_event, claimed=True)
 
     async def arecover(self, thread_id: str) -> RunResult:
         """Continue a thread that stopped mid-run (crash, failed model call). Calls that had

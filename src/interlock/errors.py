@@ -150,7 +150,11 @@ class ThreadBusy(ConcurrencyError):
     """Another live process is advancing the thread."""
 
     def __init__(self, thread_id: str, owner: str, *, here: bool = False) -> None:
-        if here:
+        if owner == "queued":
+            text = (f"Thread {thread_id!r} has a run waiting on the run queue for a worker "
+                    f"process (interlock worker), or one that just started there. Wait for "
+                    f"it to pause or finish and try again.")
+        elif here:
             text = (f"Thread {thread_id!r} is being advanced by another run in this process "
                     f"({owner}). Wait for that run to finish and try again.")
         else:

@@ -18,6 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
+QUEUED = "queued"
+"""``lease_owner`` of a thread whose run waits on the run queue for a worker process (``interlock
+worker``): busy for everyone but the worker that claims it from the queue."""
+
 HOST = socket.gethostname()
 _NONCE = uuid.uuid4().hex[:12]
 _local: dict[str, int] = {}
@@ -69,6 +73,8 @@ def owner_alive(owner: str, lease_until: datetime | None, now: datetime, thread_
                 asking_run: bool = False) -> bool:
     """True when ``owner`` may still be working on the thread. ``asking_run``: the caller is
     itself a run of this process registered on the thread (it does not count)."""
+    if owner == QUEUED:
+        return True
     host, _, rest = owner.partition("|")
     pid_s, _, nonce = rest.partition("|")
     if host == HOST and pid_s.isdigit():

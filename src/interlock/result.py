@@ -10,7 +10,9 @@ from pydantic_core import to_jsonable_python
 from .interrupts import Interrupt
 from .messages import Message
 
-RunStatus = Literal["completed", "interrupted"]
+RunStatus = Literal["completed", "interrupted", "queued"]
+"""``queued``: the input is stored and the run waits on the run queue for a worker process
+(``handoff=True``, an API-only server)."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,8 @@ class RunResult:
     interrupts: list[Interrupt] = field(default_factory=list)
     output: str | None = None
     """The final assistant text when ``status == "completed"``."""
+    version: int | None = field(default=None, compare=False)
+    """The thread's stored version when the result was made (set for ``queued`` results)."""
 
     @property
     def interrupted(self) -> bool:

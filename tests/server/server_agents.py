@@ -15,6 +15,9 @@ The model reads the latest user message and plans tool calls from its first word
 * ``pick``: pick_colour(), which asks ``interrupt(...)`` (not gated)
 * ``purge``: purge() (approve / reject, expires after 50 ms)
 * ``block``: wait_gate(), which blocks until ``GATE`` is set (not gated)
+* ``hang QUERY``: hang_sql(query) (all four decisions), which records that it started and
+  then waits until the file named by ``INTERLOCK_TEST_RELEASE`` exists (for killing a process
+  in the middle of a tool)
 * anything else: a plain answer
 
 After the planned calls it answers ``Done. <last tool result>``. Executions are recorded in
@@ -27,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Annotated, Any
@@ -117,6 +121,18 @@ def purge() -> str:
 
 
 @tool
+def hang_sql(query: str) -> str:
+    """Run a slow SQL statement."""
+    _record("hang_sql:started", {"query": query})
+    release = os.environ.get("INTERLOCK_TEST_RELEASE", "")
+    deadline = time.monotonic() + 60
+    while not (release and os.path.exists(release)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _record("hang_sql", {"query": query})
+    return f"OK: ran {query}"
+
+
+@tool
 def wait_gate() -> str:
     """Wait until the test opens the gate."""
     GATE.wait(30)
@@ -124,13 +140,15 @@ def wait_gate() -> str:
     return "gate passed"
 
 
-TOOLS = [execute_sql, write_file, ask_user, drop_table, set_limit, pick_colour, purge, wait_gate]
+TOOLS = [execute_sql, write_file, ask_user, drop_table, set_limit, pick_colour, purge, wait_gate,
+         hang_sql]
 
 
 def policy() -> HumanInTheLoop:
     return HumanInTheLoop(
         interrupt_on={
             "execute_sql": True,
+            "hang_sql": True,
             "write_file": True,
             "ask_user": InterruptOn(allowed_decisions=["respond", "reject"]),
             "drop_table": InterruptOn(allowed_decisions=["approve", "reject"],
@@ -174,6 +192,8 @@ def _plan(text: str) -> list[Any]:
         return [{"name": "purge", "args": {}}]
     if word == "block":
         return [{"name": "wait_gate", "args": {}}]
+    if word == "hang":
+        return [{"name": "hang_sql", "args": {"query": rest}}]
     return []
 
 

@@ -3,6 +3,7 @@
 \b
   interlock demo                        the sample operations agent with the web inbox
   interlock serve MODULE:agent          the HTTP API and web inbox for your agent
+  interlock worker MODULE:agent         run what API-only servers queue (Postgres)
   interlock review --agent MODULE:agent walk pending requests in the terminal
   interlock threads / show / cancel     inspect and close threads
   interlock recover --agent MODULE:agent continue threads whose process stopped
@@ -27,6 +28,7 @@ from .notify import dispatch, outbox
 from .recover import recover
 from .review import review
 from .threads import cancel, show, threads
+from .worker import worker
 
 
 @click.group("interlock", cls=InterlockGroup,
@@ -46,7 +48,8 @@ def main() -> None:
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 
-for _command in (demo, review, threads, show, cancel, recover, audit, dispatch, outbox):
+for _command in (demo, review, threads, show, cancel, recover, audit, dispatch, outbox,
+                 worker):
     main.add_command(_command)
 
 try:

@@ -43,6 +43,10 @@ from ._common import DB_ENV, CliError, load_agent
 @click.option("--no-dispatch", is_flag=True,
               help="With --notify: serve the decision routes but leave delivery to a separate "
               "`interlock dispatch`.")
+@click.option("--api-only", is_flag=True,
+              help="Store input and decisions and answer, but run nothing here: runs go to "
+              "`interlock worker` processes through the database's run queue (Postgres only). "
+              "The workers also run the expiry and recovery sweeps.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 @click.option("--langgraph-api", is_flag=True,
@@ -53,13 +57,16 @@ from ._common import DB_ENV, CliError, load_agent
               "http://localhost:3000 where Agent Inbox runs (repeatable).")
 def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Path | None,
           poll_interval: float, expiry_interval: float, recovery_interval: float,
-          root_path: str, notify_file: Path | None, no_dispatch: bool, log_level: str,
-          langgraph_api: bool, langgraph_origins: tuple[str, ...]) -> None:
+          root_path: str, notify_file: Path | None, no_dispatch: bool, api_only: bool,
+          log_level: str, langgraph_api: bool, langgraph_origins: tuple[str, ...]) -> None:
     """Serve the review API and the web inbox for MODULE:AGENT (an Agent, or a function
     returning one), e.g. `interlock serve myapp.agents:agent --db sqlite:///interlock.db`.
 
     Threads whose process stopped mid-run (a crash, a killed server) are continued
     automatically, at start and every --recovery-interval seconds.
+
+    With --api-only (Postgres) this process only stores input and decisions and answers;
+    `interlock worker MODULE:AGENT` processes run the agent.
 
     Without tokens the server runs in local mode: it listens only on loopback and every
     decision is recorded as reviewer `local`.
@@ -81,6 +88,7 @@ def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Pa
             log_level=log_level, on_started=_announce, root_path=root_path,
             notify=notify_file, dispatch=not no_dispatch,
             langgraph_api=langgraph_api, langgraph_origins=langgraph_origins,
+            api_only=api_only,
         )
     except (ConfigurationError, MissingDependency) as exc:
         raise CliError(str(exc), exit_code=2 if isinstance(exc, ConfigurationError) else 1) \

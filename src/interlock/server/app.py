@@ -15,8 +15,10 @@ from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
 from ..agent import Agent
+from ..errors import ConfigurationError
 from ..notify import Dispatcher, NotifyConfig, build_channels, load_config
 from ..result import RunResult
+from ..storage.base import RunQueue
 from . import errors
 from .api import router
 from .auth import FailureThrottle, TokenConfig, load_tokens
@@ -71,6 +73,7 @@ def create_app(
     dispatch: bool = True,
     langgraph_api: bool = False,
     langgraph_origins: Sequence[str] = (),
+    api_only: bool = False,
 ) -> FastAPI:
     """Build the review server for ``agent``.
 
@@ -94,7 +97,18 @@ def create_app(
     ``langgraph_api``: also serve the LangGraph-compatible API under ``/langgraph`` (for
     ``langgraph-sdk`` and Agent Inbox; docs/langgraph-clients.md); ``langgraph_origins``:
     browser origins (e.g. Agent Inbox's) allowed to call it.
+    ``api_only``: run nothing in this process — input and decisions are stored with the run
+    put on the store's run queue (one commit) for ``interlock worker`` processes, which also
+    run the expiry and recovery sweeps (so ``expiry_interval`` and ``recover`` do not apply).
+    Needs a store with a run queue (Postgres); see docs/deploying.md.
     """
+    if api_only and not isinstance(agent.checkpointer, RunQueue):
+        raise ConfigurationError(
+            f"An API-only server hands every run to worker processes through the store's run "
+            f"queue, which {type(agent.checkpointer).__name__} does not have: use a Postgres "
+            f"database (--db postgresql://...) for separate API and worker processes, or "
+            f"drop --api-only to run the agent in this process (the default, and the way to "
+            f"run with SQLite).")
     limits = limits or Limits()
     auth = load_tokens(tokens, use_env=use_env_tokens)
     notify_config = load_config(notify) if notify is not None else None
@@ -113,7 +127,7 @@ def create_app(
         if dispatcher is not None:
             dispatcher.poke()
 
-    runner = Runner(agent, hub, changed)
+    runner = Runner(agent, hub, changed, handoff=api_only)
     state = ServerState(agent=agent, auth=auth, hub=hub, watcher=watcher, runner=runner,
                         limits=limits,
                         throttle=FailureThrottle(limits.failed_token_attempts,
@@ -129,11 +143,12 @@ def create_app(
         except Exception:
             log.exception("inbox watcher: reading the change feed failed; retrying")
         background = [asyncio.create_task(watcher.run(), name="interlock-inbox-watcher")]
-        if expiry_interval is not None:  # review deadlines (InterruptOn(expires_after=...))
+        # review deadlines (InterruptOn(expires_after=...)); workers run them for API-only
+        if expiry_interval is not None and not api_only:
             background.append(asyncio.create_task(_repeat(
                 "expiry sweep", agent.aexpire_due, watcher, expiry_interval.total_seconds(),
                 at_start=False), name="interlock-expiry-sweeper"))
-        if recover:  # threads whose process stopped mid-run: at start, then periodically
+        if recover and not api_only:  # threads whose process stopped mid-run: periodically
             every = recovery_interval.total_seconds() if recovery_interval else None
             background.append(asyncio.create_task(_repeat(
                 "recovery sweep", agent.arecover_stale, watcher, every, at_start=True),
@@ -142,6 +157,8 @@ def create_app(
             background.append(asyncio.create_task(dispatcher.run(),
                                                   name="interlock-outbox-dispatcher"))
         mode = f"{len(auth)} reviewer token(s)" if auth else "local mode (no tokens)"
+        if api_only:
+            mode += "; API only (runs go to interlock worker processes)"
         log.info("interlock review server for %r: %s", agent, mode)
         try:
             yield

@@ -39,6 +39,7 @@ def build_server(
     dispatch: bool = True,
     langgraph_api: bool = False,
     langgraph_origins: Sequence[str] = (),
+    api_only: bool = False,
     **uvicorn_options: Any,
 ) -> Any:
     """A configured ``uvicorn.Server`` (not started).
@@ -48,7 +49,7 @@ def build_server(
     without tokens. ``db_url`` replaces the agent's checkpointer (``sqlite:///file.db``,
     ``postgresql://...``). ``on_started`` is called with the base URL once the socket is bound
     (useful with ``port=0``). ``notify`` / ``dispatch`` and ``langgraph_api`` /
-    ``langgraph_origins`` as for :func:`create_app`."""
+    ``langgraph_origins`` and ``api_only`` as for :func:`create_app`."""
     try:
         import uvicorn
     except ImportError:
@@ -60,7 +61,7 @@ def build_server(
     app = create_app(agent, tokens=auth, use_env_tokens=False, poll_interval=poll_interval,
                      expiry_interval=expiry_interval, recovery_interval=recovery_interval,
                      limits=limits, notify=notify, dispatch=dispatch, langgraph_api=langgraph_api,
-                     langgraph_origins=langgraph_origins)
+                     langgraph_origins=langgraph_origins, api_only=api_only)
     state = app.state.interlock
     assert isinstance(state, ServerState)
     uvicorn_options.setdefault("timeout_graceful_shutdown", 5)

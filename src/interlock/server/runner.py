@@ -5,6 +5,13 @@ answer) is durably stored — validation errors, conflicts and authorization fai
 therefore still reported synchronously — and then returns while the run continues in an
 ``asyncio`` task. The task's events are published on the thread's SSE topic; the inbox
 watcher is poked so that every process's inbox sees the change promptly.
+
+In an API-only server (``handoff``) the run is not run here: the input is stored with the run
+put on the store's run queue in the same commit, and a worker process runs it. The task then
+follows the thread through the inbox watcher (which sees the worker's commits) until the run
+pauses or ends, and publishes ``run_completed`` / ``run_failed`` as a local run would; the
+token-level events of the run (model text, tool started) happen in the worker and are not
+streamed.
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ from typing import Any
 
 from ..agent import Agent
 from ..decisions import Reviewer
+from ..errors import InterlockError
 from ..events import Event, RunCompleted, event_to_json
+from ..messages import AssistantMessage
 from ..result import RunResult
-from .hub import Hub, thread_topic
+from .hub import Hub, Subscription, thread_topic
 
 log = logging.getLogger("interlock.server")
 
@@ -28,10 +37,14 @@ Step = Callable[[Callable[[], None], Sink], Awaitable[RunResult]]
 
 
 class Runner:
-    def __init__(self, agent: Agent, hub: Hub, on_change: Callable[[], None]) -> None:
+    def __init__(self, agent: Agent, hub: Hub, on_change: Callable[[], None], *,
+                 handoff: bool = False, follow_interval: float = 5.0) -> None:
         self.agent = agent
         self.hub = hub
         self.on_change = on_change
+        self.handoff = handoff
+        self.follow_interval = follow_interval
+        """Seconds between direct reads of a handed-off thread while no change arrives."""
         self.tasks: set[asyncio.Task[RunResult]] = set()
 
     # -- entry points ------------------------------------------------------------------------
@@ -40,8 +53,8 @@ class Runner:
                     wait: bool) -> RunResult | None:
         """Send a user message (creating the thread if needed) as ``reviewer``."""
         return await self._launch(thread_id, lambda stored, sink: self.agent.ainvoke(
-            message, thread_id=thread_id, reviewer=reviewer, on_stored=stored, on_event=sink),
-            wait)
+            message, thread_id=thread_id, reviewer=reviewer, on_stored=stored, on_event=sink,
+            handoff=self.handoff), wait)
 
     async def resume(
         self, thread_id: str, decisions: Any, *, interrupt_id: str | None,
@@ -49,7 +62,7 @@ class Runner:
     ) -> RunResult | None:
         return await self._launch(thread_id, lambda stored, sink: self.agent.aresume(
             thread_id, decisions, interrupt_id=interrupt_id, reviewer=reviewer, actor=actor,
-            on_stored=stored, on_event=sink), wait)
+            on_stored=stored, on_event=sink, handoff=self.handoff), wait)
 
     async def answer(
         self, thread_id: str, value: Any, *, interrupt_id: str | None,
@@ -57,7 +70,7 @@ class Runner:
     ) -> RunResult | None:
         return await self._launch(thread_id, lambda stored, sink: self.agent.aresume(
             thread_id, value=value, interrupt_id=interrupt_id, reviewer=reviewer, actor=actor,
-            on_stored=stored, on_event=sink), wait)
+            on_stored=stored, on_event=sink, handoff=self.handoff), wait)
 
     # -- machinery ---------------------------------------------------------------------------
 
@@ -79,7 +92,10 @@ class Runner:
                 accepted.set_result(None)
             self.on_change()
 
-        task = asyncio.create_task(self._drive(thread_id, step(on_accepted, sink), accepted),
+        # subscribed before the input is stored, so that no change of the thread is missed
+        follow = self.hub.subscribe(topic) if self.handoff else None
+        task = asyncio.create_task(self._drive(thread_id, step(on_accepted, sink), accepted,
+                                               follow),
                                    name=f"interlock-run:{thread_id}")
         self.tasks.add(task)
         task.add_done_callback(self._finished)
@@ -90,10 +106,12 @@ class Runner:
         return await asyncio.shield(task)
 
     async def _drive(self, thread_id: str, run: Awaitable[RunResult],
-                     accepted: asyncio.Future[None]) -> RunResult:
+                     accepted: asyncio.Future[None], follow: Subscription | None) -> RunResult:
         topic = thread_topic(thread_id)
         try:
             result = await run
+            if follow is not None and result.status == "queued":
+                result = await self._follow(thread_id, follow, result.version or 0)
         except asyncio.CancelledError:
             self.hub.publish(topic, "run_failed", {
                 "type": "run_failed", "thread_id": thread_id, "error": "Cancelled",
@@ -107,10 +125,47 @@ class Runner:
                     "message": str(exc)})
             raise
         finally:
+            if follow is not None:
+                self.hub.unsubscribe(follow)
             self.on_change()
         self.hub.publish(topic, "run_completed",
                          event_to_json(RunCompleted(thread_id, result)))
         return result
+
+    async def _follow(self, thread_id: str, sub: Subscription, version: int) -> RunResult:
+        """Wait until the worker has paused or ended the run queued at ``version``: the first
+        change of the thread past it that is not ``running`` (read directly every
+        ``follow_interval`` seconds in case a change was not announced)."""
+        while True:
+            getter = asyncio.ensure_future(sub.queue.get())
+            try:
+                await asyncio.wait({getter}, timeout=self.follow_interval)
+            finally:
+                getter.cancel()
+            event = getter.result() if getter.done() and not getter.cancelled() else "check"
+            if event is None:  # the server shuts down
+                raise asyncio.CancelledError()
+            if event != "check":
+                assert not isinstance(event, str)
+                if event.event != "thread_updated":
+                    continue
+                seen = event.data.get("thread", {})
+                if seen.get("version", 0) <= version or seen.get("status") == "running":
+                    continue
+            state = await self.agent.aget_thread(thread_id)
+            if state.version <= version or state.status == "running":
+                continue
+            if state.status == "failed":
+                raise InterlockError(f"The run of thread {thread_id!r} failed in a worker "
+                                     f"process: {state.error or 'no reason stored'}")
+            if state.interrupts:
+                return RunResult(thread_id, "interrupted", state.messages, state.interrupts,
+                                 version=state.version)
+            last = state.messages[-1] if state.messages else None
+            output = last.content if isinstance(last, AssistantMessage) and \
+                not last.tool_calls else None
+            return RunResult(thread_id, "completed", state.messages, [], output,
+                             version=state.version)
 
     def _finished(self, task: asyncio.Task[RunResult]) -> None:
         self.tasks.discard(task)

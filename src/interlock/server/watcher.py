@@ -1,8 +1,10 @@
 """Store watcher: turns thread changes made by *any* process into inbox events.
 
 It follows the store's change feed (:meth:`~interlock.Checkpointer.changes`): every
-``interval`` seconds (or at once when poked by a local run) it reads the threads whose rows
-were committed since its cursor — work proportional to what changed, never to how many threads
+``interval`` seconds (or at once when poked by a local run, or — on a store that sends change
+signals, Postgres ``LISTEN/NOTIFY`` — when any process commits; polls are then only a fallback,
+at least ``signal_interval`` apart) it reads the threads whose rows were committed since its
+cursor — work proportional to what changed, never to how many threads
 exist or wait — and publishes
 
 * ``request_raised``   a thread has a new pending request (``interrupt_id``);
@@ -20,13 +22,15 @@ the requests the thread lists as recently answered (``ThreadRecord.resolved``) c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections import OrderedDict
 from datetime import timedelta
 
 from ..agent import Agent
 from ..authz import ThreadFacts, facts_of
-from ..storage.base import ChangeCursor, ThreadRecord
+from ..storage.base import ChangeCursor, ChangeSignals, ThreadRecord
 from .hub import INBOX, Hub, thread_topic
 from .views import thread_summary
 
@@ -47,6 +51,8 @@ class InboxWatcher:
         page: int = 500,
         max_rows: int = 5000,
         remember: int = 10_000,
+        signal_interval: float = 5.0,
+        min_gap: float = 0.02,
     ) -> None:
         if interval <= 0:
             raise ValueError("poll interval must be positive")
@@ -62,6 +68,14 @@ class InboxWatcher:
         """Pending interrupt ids and access facts of the threads seen changing most recently
         (bounded)."""
         self._wake = asyncio.Event()
+        self.signal_interval = signal_interval
+        """Seconds between fallback polls while the store's change signals wake the watcher."""
+        self.min_gap = min_gap
+        """Seconds at least between two polls (signals arriving meanwhile make one poll)."""
+        self._listening = False
+        self._held = False
+        self._last_poll = 0.0
+        self.polls = 0
 
     def poke(self) -> None:
         """Poll now instead of at the next tick (a local run changed something)."""
@@ -79,9 +93,11 @@ class InboxWatcher:
         assert self._cursor is not None
         rows: list[ThreadRecord] = []
         capped = False
+        self.polls += 1
         while True:
             page = await self.agent.checkpointer.changes(after=self._cursor, limit=self.page)
             self._cursor = page.cursor
+            self._held = page.held
             if capped:  # too many to announce one by one: only learn their state
                 for r in page.threads:
                     self._remember(r)
@@ -135,22 +151,55 @@ class InboxWatcher:
         self.hub.publish(thread_topic(r.thread_id), "thread_updated", {"thread": summary}, now)
 
     async def run(self) -> None:
-        """Poll until cancelled; errors are logged and retried."""
-        while True:
-            try:
-                await self.poll()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("inbox watcher: reading the change feed failed; retrying")
-            await self._nap()
+        """Poll until cancelled; errors are logged and retried. On a store with change signals
+        every commit of any process wakes it."""
+        stop_listening = None
+        store = self.agent.checkpointer
+        if isinstance(store, ChangeSignals):
+            loop = asyncio.get_running_loop()
 
-    async def _nap(self) -> None:
-        """Sleep ``interval`` or until poked. (Not ``wait_for``: on Python 3.11 it can lose a
-        cancellation that arrives as the wait ends, and the server would never stop.)"""
+            def signalled() -> None:  # called from the store's listening thread
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(self.poke)
+
+            try:
+                stop_listening = store.on_signal("changes", signalled)
+                self._listening = True
+            except Exception:
+                log.exception("inbox watcher: listening for change signals failed; polling "
+                              "every %g s instead", self.interval)
+        try:
+            held_wait = self.min_gap
+            while True:
+                self._last_poll = time.monotonic()
+                try:
+                    await self.poll()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("inbox watcher: reading the change feed failed; retrying")
+                # changes held back by an older open transaction: look again soon (backing
+                # off while that transaction stays open)
+                held_wait = min(held_wait * 2, self.interval) if self._held else self.min_gap
+                await self._nap(held_wait if self._held else None)
+        finally:
+            if stop_listening is not None:
+                stop_listening()
+
+    async def _nap(self, seconds: float | None = None) -> None:
+        """Sleep until poked or for ``seconds`` (default: the poll interval, the fallback
+        interval while signals wake it), and at least ``min_gap`` after the last poll. (Not
+        ``wait_for``: on Python 3.11 it can lose a cancellation that arrives as the wait ends,
+        and the server would never stop.)"""
+        if seconds is None:
+            seconds = max(self.interval, self.signal_interval) if self._listening \
+                else self.interval
         waiter = asyncio.ensure_future(self._wake.wait())
         try:
-            await asyncio.wait({waiter}, timeout=self.interval)
+            await asyncio.wait({waiter}, timeout=seconds)
         finally:
             waiter.cancel()
+        gap = self._last_poll + self.min_gap - time.monotonic()
+        if gap > 0:
+            await asyncio.sleep(gap)
         self._wake.clear()

@@ -18,7 +18,7 @@ Every write is one atomic :meth:`Checkpointer.commit` guarded by the thread's ve
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from ..errors import ConcurrencyError
+from ..errors import ConcurrencyError, ConfigurationError
 from ..interrupts import Interrupt
 from ..messages import Message, ToolCall, ToolMessage
 from ..outbox import OutboxEvent
@@ -273,6 +273,9 @@ class ChangePage:
 
     threads: list[ThreadRecord]
     cursor: ChangeCursor
+    held: bool = False
+    """Changes committed after the cursor exist that are not returned yet, because a
+    transaction that started before them is still open (Postgres): read again shortly."""
 
 
 def review_deadline(thread: ThreadRecord) -> datetime | None:
@@ -377,6 +380,9 @@ class Commit:
     audit: list[AuditRecord] = field(default_factory=list)
     outbox: list[OutboxEvent] = field(default_factory=list)
     """Notification events, inserted (new ids only)."""
+    enqueue: bool = False
+    """Also put the thread on the run queue (:class:`RunQueue`), in the same transaction, for
+    a worker process to continue. Stores without a run queue refuse such a commit."""
 
 
 class VersionConflict(ConcurrencyError):
@@ -478,3 +484,104 @@ class Checkpointer(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+# -- optional capabilities ----------------------------------------------------------------------
+#
+# A checkpointer implements the Protocol above. The capabilities below are optional: a backend
+# declares one by implementing its methods (checked with ``isinstance``), and the conformance
+# suite runs their tests only for the backends that have them (see ``capabilities``).
+
+RUN_QUEUE = "run_queue"
+CHANGE_SIGNALS = "change_signals"
+
+
+@dataclass(frozen=True)
+class QueuedRun:
+    """A thread on the run queue: stored input waits for a worker to continue the run."""
+
+    thread_id: str
+    ticket: int
+    """Changes every time the thread is queued again (so finishing an older claim never removes
+    a newer entry)."""
+    attempts: int
+    """How many times it was claimed (1 on the first claim)."""
+    queued_at: datetime
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+
+
+@runtime_checkable
+class RunQueue(Protocol):
+    """Optional capability: a queue of runs for separate worker processes (``interlock
+    worker``). A commit with ``enqueue=True`` puts its thread on the queue in the same
+    transaction; a worker claims entries for a while (a lease), renews the claim while the run
+    goes on, and removes the entry when it is done. An entry whose claim ran out (its worker
+    died) can be claimed again. Claims never overlap: two workers never hold one entry."""
+
+    async def queue_claim(self, owner: str, *, now: datetime, until: datetime,
+                          limit: int = 1) -> list[QueuedRun]:
+        """Claim up to ``limit`` entries that nobody holds (no claim, or one that ended before
+        ``now``) for ``owner`` until ``until``, oldest first."""
+        ...
+
+    async def queue_extend(self, owner: str, thread_ids: Sequence[str], *,
+                           until: datetime) -> list[str]:
+        """Extend ``owner``'s claims of these threads to ``until``; returns the ids it still
+        held (an entry queued again or claimed by another worker is not extended)."""
+        ...
+
+    async def queue_release(self, run: QueuedRun, owner: str, *, at: datetime) -> bool:
+        """Give a claimed entry back, to be claimed again from ``at`` on. False (nothing
+        changed) when ``owner`` no longer holds that ticket."""
+        ...
+
+    async def queue_done(self, run: QueuedRun, owner: str) -> bool:
+        """Remove a claimed entry: the run is done. False (nothing removed) when ``owner`` no
+        longer holds that ticket (e.g. the thread was queued again meanwhile)."""
+        ...
+
+    async def queue_list(self, *, limit: int = 100) -> list[QueuedRun]:
+        """Entries on the queue, oldest first (claimed or not)."""
+        ...
+
+
+SignalTopic = Literal["changes", "queue"]
+
+
+@runtime_checkable
+class ChangeSignals(Protocol):
+    """Optional capability: wake-ups sent by every commit of any process (Postgres
+    ``LISTEN/NOTIFY``): ``changes`` after any thread commit, ``queue`` after a commit that
+    queued a run. A wake-up carries no data (read the change feed or claim from the queue);
+    after a lost connection every callback is called once, since signals may have been
+    missed."""
+
+    def on_signal(self, topic: SignalTopic, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from another thread) at each signal of ``topic``; returns a
+        function that stops it."""
+        ...
+
+
+def capabilities(store: object) -> frozenset[str]:
+    """The optional capabilities ``store`` has (``RUN_QUEUE``, ``CHANGE_SIGNALS``)."""
+    found = set()
+    if isinstance(store, RunQueue):
+        found.add(RUN_QUEUE)
+    if isinstance(store, ChangeSignals):
+        found.add(CHANGE_SIGNALS)
+    return frozenset(found)
+
+
+def no_run_queue(store: object) -> ConfigurationError:
+    """The error for handing a run to a worker through a store without a run queue."""
+    return ConfigurationError(
+        f"{type(store).__name__} has no run queue, so a run cannot be handed to a worker "
+        f"process; use PostgresCheckpointer for separate API and worker processes, or let "
+        f"the process that stores the input run it (the default).")
+
+
+def refuse_enqueue(store: object, change: Commit) -> None:
+    """For stores without a run queue: a commit that asks to queue its run is refused."""
+    if change.enqueue:
+        raise no_run_queue(store)

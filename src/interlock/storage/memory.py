@@ -21,6 +21,7 @@ from .base import (
     VersionConflict,
     audit_json,
     journal_json,
+    refuse_enqueue,
     review_deadline,
     search_key,
     search_text,
@@ -88,6 +89,7 @@ class MemoryCheckpointer:
         return ThreadSnapshot(thread=thread, messages=messages, journal=journal)
 
     async def commit(self, change: Commit, *, expected_version: int | None) -> None:
+        refuse_enqueue(self, change)
         tid = change.thread.thread_id
         row = thread_json(change.thread)
         messages = [message_to_json(m) for m in change.messages]

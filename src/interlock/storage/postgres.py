@@ -15,14 +15,16 @@ or joins on has a column of its own. Cast to ``jsonb`` in ad-hoc queries when ne
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import logging
 import select
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,6 +38,8 @@ from .base import (
     ChangePage,
     Commit,
     JournalEntry,
+    QueuedRun,
+    SignalTopic,
     ThreadRecord,
     ThreadSnapshot,
     VersionConflict,
@@ -53,12 +57,13 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 T = TypeVar("T")
+log = logging.getLogger("interlock.storage")
 
 RECHECK_AFTER = 5.0
 """Seconds a pooled connection may sit idle before it is checked with a round trip."""
 
 TABLES = ("interlock_meta", "interlock_threads", "interlock_messages", "interlock_journal",
-          "interlock_audit", "interlock_outbox")
+          "interlock_audit", "interlock_outbox", "interlock_queue")
 
 
 
@@ -177,7 +182,52 @@ MIGRATIONS: list[list[Migration]] = [
         "DROP INDEX IF EXISTS {s}.interlock_threads_status",
         _backfill_search,
     ],
+    [  # 6: the run queue of separate worker processes (``RunQueue``; ``interlock worker``)
+        """CREATE TABLE {s}.interlock_queue (
+            thread_id   TEXT PRIMARY KEY,
+            ticket      BIGSERIAL NOT NULL,
+            queued_at   TIMESTAMPTZ NOT NULL,
+            attempts    INTEGER NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_until TIMESTAMPTZ
+        )""",
+        "CREATE INDEX interlock_queue_order ON {s}.interlock_queue (queued_at, thread_id)",
+    ],
 ]
+
+# The run queue (``{s}`` is the schema). A queued thread has one row; queuing it again gives
+# it a new ticket and drops any claim, so the worker still busy with the older ticket can
+# neither extend nor remove it. Claims take rows nobody holds with ``FOR UPDATE SKIP LOCKED``:
+# concurrent workers skip each other's rows instead of waiting for them.
+ENQUEUE_CTE = (
+    ", enq AS (INSERT INTO {s}.interlock_queue (thread_id, queued_at) "
+    "SELECT th.thread_id, %(updated_at)s FROM th "
+    "ON CONFLICT (thread_id) DO UPDATE SET ticket = EXCLUDED.ticket, "
+    "queued_at = EXCLUDED.queued_at, attempts = 0, lease_owner = NULL, lease_until = NULL)"
+)
+QUEUE_COLUMNS = "thread_id, ticket, attempts, queued_at, lease_owner, lease_until"
+QUEUE_CLAIM = (
+    "UPDATE {s}.interlock_queue SET lease_owner = %(owner)s, lease_until = %(until)s, "
+    "attempts = attempts + 1 "
+    "WHERE thread_id IN (SELECT thread_id FROM {s}.interlock_queue "
+    "WHERE lease_until IS NULL OR lease_until < %(now)s "
+    "ORDER BY queued_at, thread_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) "
+    "RETURNING " + QUEUE_COLUMNS
+)
+QUEUE_EXTEND = (
+    "UPDATE {s}.interlock_queue SET lease_until = %(until)s "
+    "WHERE lease_owner = %(owner)s AND thread_id = ANY(%(ids)s) RETURNING thread_id"
+)
+QUEUE_RELEASE = (
+    "UPDATE {s}.interlock_queue SET lease_owner = NULL, lease_until = %(at)s "
+    "WHERE thread_id = %(id)s AND ticket = %(ticket)s AND lease_owner = %(owner)s"
+)
+QUEUE_DONE = (
+    "DELETE FROM {s}.interlock_queue "
+    "WHERE thread_id = %(id)s AND ticket = %(ticket)s AND lease_owner = %(owner)s"
+)
+QUEUE_LIST = ("SELECT " + QUEUE_COLUMNS + " FROM {s}.interlock_queue "
+              "ORDER BY queued_at, thread_id LIMIT %s")
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """Version of the stored format. Readers refuse a database whose version is newer."""
@@ -208,6 +258,11 @@ class PostgresCheckpointer:
 
     Every thread change is one transaction guarded by the thread's version (compare-and-set),
     so any number of processes on any number of machines may share the database.
+
+    ``notify``: every commit sends a ``NOTIFY`` (``pg_notify`` in the same transaction), so
+    other processes' watchers and workers wake at once instead of at their next poll
+    (:class:`~interlock.storage.base.ChangeSignals`). The run queue of ``interlock worker``
+    (:class:`~interlock.storage.base.RunQueue`) lives in ``interlock_queue``.
     """
 
     durable = True
@@ -221,6 +276,7 @@ class PostgresCheckpointer:
         max_size: int = 10,
         timeout: float = 30.0,
         connect_timeout: float = 10.0,
+        notify: bool = True,
     ) -> None:
         try:
             import psycopg  # noqa: F401
@@ -251,6 +307,10 @@ class PostgresCheckpointer:
         self._sql = _Statements(schema)
         self._last_used: weakref.WeakKeyDictionary[Connection[Any], float] = (
             weakref.WeakKeyDictionary())
+        self.notify = notify
+        self._channels: dict[SignalTopic, str] = {
+            "changes": channel_name(schema, "changes"), "queue": channel_name(schema, "queue")}
+        self._listener: _Listener | None = None
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer({self._where!r}, schema={self.schema!r})"
@@ -339,7 +399,7 @@ class PostgresCheckpointer:
                 f"for the tables."
             ) from exc
 
-    @contextmanager
+    @contextlib.contextmanager
     def _conn(self, what: str) -> Iterator[Connection[Any]]:
         import psycopg
         from psycopg_pool import PoolTimeout
@@ -512,8 +572,9 @@ class PostgresCheckpointer:
             "o_created": [ev.created_at.isoformat() for ev in change.outbox],
             "o_data": [outbox_json(ev) for ev in change.outbox],
             "lock": f"interlock-audit:{self.schema}",
+            "ch_changes": self._channels["changes"], "ch_queue": self._channels["queue"],
         }
-        stmt = q.commit_new if expected_version is None else q.commit_next
+        stmt = q.commit(expected_version is None, change.enqueue, self.notify)
 
         def write() -> None:
             # one statement in autocommit mode: one round trip, one transaction
@@ -577,8 +638,11 @@ class PostgresCheckpointer:
             threads = [ThreadRecord.model_validate_json(r[2]) for r in rows]
             if len(rows) == limit:
                 return ChangePage(threads=threads, cursor=(int(rows[-1][0]), str(rows[-1][1])))
-            # everything below xmin has been read: later rows have ids >= xmin
-            return ChangePage(threads=threads, cursor=max(after, (xmin, "")))
+            # everything below xmin has been read: later rows have ids >= xmin; those already
+            # committed wait for an older transaction that is still open
+            held = conn.execute(q.changes_held, [xmin]).fetchone()
+            return ChangePage(threads=threads, cursor=max(after, (xmin, "")),
+                              held=bool(held and held[0]))
 
         return await self._run(lambda: self._read("reading the change feed", fetch))
 
@@ -682,6 +746,74 @@ class PostgresCheckpointer:
 
         return await self._run(read)
 
+    # -- run queue (RunQueue) and signals (ChangeSignals) -------------------------------------
+
+    @staticmethod
+    def _queued(row: tuple[Any, ...]) -> QueuedRun:
+        return QueuedRun(thread_id=row[0], ticket=int(row[1]), attempts=int(row[2]),
+                         queued_at=row[3], lease_owner=row[4], lease_until=row[5])
+
+    async def queue_claim(self, owner: str, *, now: datetime, until: datetime,
+                          limit: int = 1) -> list[QueuedRun]:
+        params = {"owner": owner, "now": now, "until": until, "limit": limit}
+
+        def write() -> list[QueuedRun]:
+            with self._conn("claiming queued runs") as conn:
+                rows = conn.execute(self._sql.queue_claim, params).fetchall()
+            return sorted((self._queued(r) for r in rows),
+                          key=lambda r: (r.queued_at, r.thread_id))
+
+        return await self._run(write)
+
+    async def queue_extend(self, owner: str, thread_ids: Sequence[str], *,
+                           until: datetime) -> list[str]:
+        params = {"owner": owner, "until": until, "ids": list(thread_ids)}
+
+        def write() -> list[str]:
+            with self._conn("extending claims of queued runs") as conn:
+                return [r[0] for r in conn.execute(self._sql.queue_extend, params).fetchall()]
+
+        return await self._run(write)
+
+    async def queue_release(self, run: QueuedRun, owner: str, *, at: datetime) -> bool:
+        params = {"id": run.thread_id, "ticket": run.ticket, "owner": owner, "at": at}
+
+        def write() -> bool:
+            with self._conn(f"giving back the queued run of {run.thread_id!r}") as conn:
+                return conn.execute(self._sql.queue_release, params).rowcount == 1
+
+        return await self._run(write)
+
+    async def queue_done(self, run: QueuedRun, owner: str) -> bool:
+        params = {"id": run.thread_id, "ticket": run.ticket, "owner": owner}
+
+        def write() -> bool:
+            with self._conn(f"removing the queued run of {run.thread_id!r}") as conn:
+                return conn.execute(self._sql.queue_done, params).rowcount == 1
+
+        return await self._run(write)
+
+    async def queue_list(self, *, limit: int = 100) -> list[QueuedRun]:
+        def read() -> list[QueuedRun]:
+            rows = self._read("listing queued runs", lambda c: c.execute(
+                self._sql.queue_list, [limit]).fetchall())
+            return [self._queued(r) for r in rows]
+
+        return await self._run(read)
+
+    def on_signal(self, topic: SignalTopic, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from the listening thread) at every ``NOTIFY`` of ``topic`` sent
+        by a commit of any process; one connection per checkpointer listens for all of them,
+        opened at the first call. Returns a function that stops the callback."""
+        with self._open_lock:
+            if self._closed:
+                raise StorageError(f"{self!r} is closed; create a new checkpointer.")
+            if self._listener is None:
+                self._listener = _Listener(self.dsn, self._channels, self._connect_seconds(),
+                                           self._where)
+            listener = self._listener
+        return listener.add(topic, callback)
+
     def stored_bytes(self) -> int:
         """Bytes on disk of the interlock tables of this schema, indexes and TOAST included
         (``pg_total_relation_size``). Dead row versions count until VACUUM reclaims them."""
@@ -703,11 +835,98 @@ class PostgresCheckpointer:
             with self._open_lock:
                 self._closed = True
                 pool, self._pool = self._pool, None
+                listener, self._listener = self._listener, None
+            if listener is not None:
+                listener.stop()
             if pool is not None:
                 pool.close()
 
         await self._run(shut)
         self._executor.shutdown(wait=False)
+
+
+def channel_name(schema: str, topic: str) -> str:
+    """The ``LISTEN`` channel of ``topic`` for the tables in ``schema`` (channels are per
+    database; a hash keeps the name short and the schemas of one database apart)."""
+    return f"interlock_{hashlib.sha256(schema.encode()).hexdigest()[:16]}_{topic}"
+
+
+class _Listener:
+    """One connection in ``LISTEN`` mode, read by a daemon thread that calls the callbacks of
+    each channel. It reconnects after a failure (with a growing pause) and then calls every
+    callback once, since signals sent meanwhile are lost."""
+
+    WAIT = 0.5
+    """Seconds between checks for ``stop()`` while no signal arrives."""
+
+    def __init__(self, dsn: str, channels: dict[SignalTopic, str], connect_timeout: int,
+                 where: str) -> None:
+        self._dsn = dsn
+        self._topics = {name: topic for topic, name in channels.items()}
+        self._connect_timeout = connect_timeout
+        self._where = where
+        self._callbacks: dict[SignalTopic, list[Callable[[], None]]] = {t: [] for t in channels}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True,
+                                        name="interlock-postgres-listen")
+        self._thread.start()
+        self._ready.wait(connect_timeout + 1)  # listening before the first signal is expected
+
+    def add(self, topic: SignalTopic, callback: Callable[[], None]) -> Callable[[], None]:
+        with self._lock:
+            self._callbacks[topic].append(callback)
+
+        def remove() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._callbacks[topic].remove(callback)
+
+        return remove
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(self.WAIT * 4)
+
+    def _fire(self, topics: Sequence[SignalTopic]) -> None:
+        with self._lock:
+            todo = [cb for t in topics for cb in self._callbacks.get(t, ())]
+        for cb in todo:
+            try:
+                cb()
+            except Exception:
+                log.exception("a Postgres signal callback failed")
+
+    def _main(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        pause = 0.1
+        first = True
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._dsn, autocommit=True,
+                                     connect_timeout=self._connect_timeout) as conn:
+                    for name in self._topics:
+                        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
+                    self._ready.set()
+                    if not first:  # signals sent while disconnected are lost: wake everyone
+                        self._fire(list(self._topics.values()))
+                    first, pause = False, 0.1
+                    while not self._stop.is_set():
+                        for n in conn.notifies(timeout=self.WAIT):
+                            topic = self._topics.get(n.channel)
+                            if topic is not None:
+                                self._fire([topic])
+            except Exception as exc:
+                if self._stop.is_set():
+                    return
+                log.warning("listening for changes on Postgres at %s failed (%s); "
+                            "reconnecting in %.1f s (until then changes are seen at the "
+                            "next poll)", self._where, exc, pause)
+                self._ready.set()
+                self._stop.wait(pause)
+                pause = min(pause * 2, 5.0)
 
 
 def _readable(conn: Connection[Any]) -> bool:
@@ -779,24 +998,23 @@ class _Statements:
             "SELECT o.id, th.thread_id, o.status, o.next::timestamptz, o.created::timestamptz, "
             "o.data FROM th, unnest(%(o_id)b::text[], %(o_status)b::text[], "
             "%(o_next)b::text[], %(o_created)b::text[], %(o_data)b::text[]) "
-            "AS o(id, status, next, created, data) ON CONFLICT (id) DO NOTHING) "
-            "SELECT count(*) FROM th"
+            "AS o(id, status, next, created, data) ON CONFLICT (id) DO NOTHING)"
         )
-        self.commit_new = f(
-            "WITH th AS (INSERT INTO {s}.interlock_threads "
+        self._commit_heads = {
+            True: "WITH th AS (INSERT INTO {s}.interlock_threads "
             "(thread_id, status, version, updated_at, turn, data, deadline, search) "
             "VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, %(turn)s, %(data)s, "
             "%(deadline)s, %(search)s) "
-            "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id), " + rest
-        )
-        self.commit_next = f(
-            "WITH th AS (UPDATE {s}.interlock_threads "
+            "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id), ",
+            False: "WITH th AS (UPDATE {s}.interlock_threads "
             "SET status = %(status)s, version = %(version)s, updated_at = %(updated_at)s, "
             "turn = %(turn)s, data = %(data)s, deadline = %(deadline)s, search = %(search)s, "
             "change_xid = pg_current_xact_id() "
             "WHERE thread_id = %(id)s AND version = %(expected)s "
-            "RETURNING thread_id), " + rest
-        )
+            "RETURNING thread_id), ",
+        }
+        self._commit_rest = rest
+        self._commits: dict[tuple[bool, bool, bool], Composed] = {}
         self.audit_all = f("SELECT id, data FROM {s}.interlock_audit WHERE id > %s "
                            "ORDER BY id LIMIT %s")
         self.audit_thread = f("SELECT id, data FROM {s}.interlock_audit "
@@ -806,6 +1024,8 @@ class _Statements:
             "SELECT change_xid::text::bigint, thread_id, data FROM {s}.interlock_threads "
             "WHERE (change_xid, thread_id) > (%s::text::xid8, %s) "
             "AND change_xid < %s::text::xid8 ORDER BY change_xid, thread_id LIMIT %s")
+        self.changes_held = f("SELECT EXISTS (SELECT 1 FROM {s}.interlock_threads "
+                              "WHERE change_xid >= %s::text::xid8)")
         self.due = f("SELECT thread_id FROM {s}.interlock_threads WHERE deadline IS NOT NULL "
                      "AND deadline <= %s ORDER BY deadline LIMIT %s")
         self._lists: dict[tuple[bool, bool, bool, bool], Composed] = {}
@@ -821,6 +1041,11 @@ class _Statements:
             "lease_owner = %(owner)s, lease_until = %(until)s, data = %(data)s "
             "WHERE id = %(id)s AND lease_owner IS NOT DISTINCT FROM %(leased_by)s"
         )
+        self.queue_claim = f(QUEUE_CLAIM)
+        self.queue_extend = f(QUEUE_EXTEND)
+        self.queue_release = f(QUEUE_RELEASE)
+        self.queue_done = f(QUEUE_DONE)
+        self.queue_list = f(QUEUE_LIST)
         self.outbox_prune = f("DELETE FROM {s}.interlock_outbox WHERE created_at < %(before)s "
                               "AND status = ANY(%(statuses)s)")
         self.outbox_get = f("SELECT data, lease_owner, lease_until FROM {s}.interlock_outbox "
@@ -831,6 +1056,25 @@ class _Statements:
             "AND (%(thread)s::text IS NULL OR thread_id = %(thread)s) "
             "ORDER BY created_at, id LIMIT %(limit)s"
         )
+
+    def commit(self, new: bool, enqueue: bool, notify: bool) -> Composed:
+        """The commit statement: a new thread or the compare-and-set of an existing one; with
+        ``enqueue`` it also puts the thread on the run queue (a new ticket, any claim
+        dropped); with ``notify`` it sends the change signal (and the queue signal) at
+        commit. All in the one statement, so in the one transaction."""
+        key = (new, enqueue, notify)
+        if key not in self._commits:
+            text = self._commit_heads[new] + self._commit_rest
+            if enqueue:
+                text += ENQUEUE_CTE
+            final = "SELECT count(*) FROM th"
+            if notify:
+                signals = "pg_notify(%(ch_changes)s, '')" + (
+                    ", pg_notify(%(ch_queue)s, '')" if enqueue else "")
+                text += f", sig AS (SELECT {signals} FROM th)"
+                final += ", sig"  # a plain CTE runs only when read
+            self._commits[key] = self.fmt(text + " " + final)
+        return self._commits[key]
 
     def fmt(self, text: str) -> Composed:
         from psycopg import sql

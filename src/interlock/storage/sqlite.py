@@ -27,6 +27,7 @@ from .base import (
     VersionConflict,
     audit_json,
     journal_json,
+    refuse_enqueue,
     review_deadline,
     search_key,
     search_text,
@@ -350,6 +351,7 @@ class SqliteCheckpointer:
         return await self._run(q)
 
     async def commit(self, change: Commit, *, expected_version: int | None) -> None:
+        refuse_enqueue(self, change)
         t = change.thread
         first_seq = t.message_count - len(change.messages)
         # serialised before the write lock is taken, so that it is held as briefly as possible

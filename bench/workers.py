@@ -1,0 +1,376 @@
+"""API + worker tiers on Postgres against one combined process. Not a test; not run by CI.
+
+    .venv-bench/bin/python bench/workers.py [--threads 1000] [--clients 50] [--kill-threads 200]
+
+(also ``bench/run.py --figures workers``). With the agent of ``workers_agent.py`` (one gated
+tool whose side effect is a line in a file), on a fresh Postgres schema:
+
+* **throughput**: ``--threads`` threads paused for review; ``--clients`` concurrent HTTP
+  clients post one approval each through ``POST /api/threads/{id}/decisions``, against (1) one
+  ``interlock serve`` process that stores and runs, and (2) ``interlock serve --api-only`` with
+  two ``interlock worker`` processes. Reported: decisions accepted per second (all 202s) and
+  runs finished per second (every thread ``completed``, read from the database), and the
+  executions counted in the side-effect file: every approval's tool must have started and
+  finished exactly once, none in the API-only process.
+* **a worker killed mid-tool** (API-only + 2 workers): ``--kill-threads`` approvals of a tool
+  that takes 0.2 s; once the first worker is inside a tool, it gets SIGKILL. Reported: how
+  many runs completed, how many calls the killed worker was running (each must become an
+  "outcome unknown" request, the documented rule for a call whose process died while it ran;
+  so does a call whose ``running`` was stored just before the kill, before its tool started),
+  calls started twice (must be 0), threads left unsettled (must be 0), and how long until the
+  surviving worker had settled everything. The outcome-unknown requests are then answered
+  (``respond``) and no tool may start again.
+
+Prints a table; writes ``bench/results/workers.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import httpx  # noqa: E402
+import pg_util  # noqa: E402
+from scenario import machine_info  # noqa: E402
+
+DEFAULT_DSN = os.environ.get("INTERLOCK_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+SCHEMA = "bench_workers"
+READY = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
+
+
+def log(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+class Proc:
+    """An ``interlock`` process (serve or worker) of the benchmark agent."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str], ready: str) -> None:
+        self.name = name
+        self.proc = subprocess.Popen([sys.executable, "-m", "interlock.cli", *args], env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        self.port: int | None = None
+        deadline = time.monotonic() + 60
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            m = READY.search(line)
+            if m:
+                self.port = int(m.group(1))
+            if ready in line:
+                break
+        else:
+            raise RuntimeError(f"{name} did not start:\n{''.join(self.lines)}")
+        import threading
+
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def cpu(self) -> float:
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def env_for(exec_log: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(HERE), "INTERLOCK_BENCH_EXEC_LOG": str(exec_log)}
+
+
+def serve(url: str, exec_log: Path, *extra: str) -> Proc:
+    return Proc("api" if "--api-only" in extra else "combined",
+                ["serve", "workers_agent:agent", "--db", url, "--port", "0",
+                 "--log-level", "info", "--no-dispatch", *extra],
+                env_for(exec_log), "Uvicorn running on")
+
+
+def worker(url: str, exec_log: Path, name: str, *extra: str) -> Proc:
+    return Proc(name, ["worker", "workers_agent:agent", "--db", url, "--log-level", "warning",
+                       *extra], env_for(exec_log), "interlock: worker for")
+
+
+async def prefill(url: str, word: str, n: int) -> dict[str, str]:
+    """``n`` threads paused for review; thread id -> pending interrupt id."""
+    from workers_agent import agent
+
+    from interlock.storage import from_url
+
+    agent.checkpointer = from_url(url)
+    sem = asyncio.Semaphore(16)
+    out: dict[str, str] = {}
+
+    async def one(i: int) -> None:
+        tid = f"{word}{i:05d}"
+        async with sem:
+            r = await agent.ainvoke(f"{word} {tid}", thread_id=tid)
+        out[tid] = r.interrupts[0].id
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+    await agent.aclose()
+    return out
+
+
+def db_count(dsn: str, status: str) -> int:
+    with pg_util.connect(dsn) as conn:
+        row = conn.execute(f'SELECT count(*) FROM "{SCHEMA}".interlock_threads '
+                           "WHERE status = %s", [status]).fetchone()
+    return int(row[0])
+
+
+def executions(exec_log: Path) -> list[tuple[str, str, int]]:
+    rows = []
+    for line in exec_log.read_text().splitlines():
+        kind, key, pid = line.split()
+        rows.append((kind, key, int(pid)))
+    return rows
+
+
+async def post_decisions(base: str, pending: dict[str, str], clients: int,
+                         decision: dict[str, Any] | None = None) -> tuple[float, Counter[int]]:
+    """Every pending request decided through the API by ``clients`` concurrent clients;
+    returns the seconds until the last answer and the status codes."""
+    todo: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    for item in pending.items():
+        todo.put_nowait(item)
+    codes: Counter[int] = Counter()
+    body = decision or {"type": "approve"}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as c:
+        async def client() -> None:
+            while not todo.empty():
+                tid, iid = todo.get_nowait()
+                r = await c.post(f"/api/threads/{tid}/decisions",
+                                 json={"interrupt_id": iid, "decisions": [body]})
+                codes[r.status_code] += 1
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        return time.perf_counter() - t0, codes
+
+
+def wait_until(pred: Any, limit: float) -> float:
+    t0 = time.perf_counter()
+    while not pred():
+        if time.perf_counter() - t0 > limit:
+            raise RuntimeError("timed out")
+        time.sleep(0.05)
+    return time.perf_counter() - t0
+
+
+def throughput(dsn: str, url: str, mode: str, n: int, clients: int, work: Path) -> dict[str, Any]:
+    pg_util.reset_schema(dsn, SCHEMA)
+    exec_log = work / f"exec-{mode}.log"
+    exec_log.write_text("")
+    pending = asyncio.run(prefill(url, "go", n))
+    procs: list[Proc] = []
+    try:
+        if mode == "combined":
+            procs.append(serve(url, exec_log))
+        else:
+            procs.append(serve(url, exec_log, "--api-only"))
+            procs += [worker(url, exec_log, f"worker {i}") for i in (1, 2)]
+        api = procs[0]
+        cpu0 = [p.cpu() for p in procs]
+        t0 = time.perf_counter()
+        accepted_s, codes = asyncio.run(post_decisions(f"http://127.0.0.1:{api.port}", pending,
+                                                       clients))
+        wait_until(lambda: db_count(dsn, "completed") == n, 600)
+        finished_s = time.perf_counter() - t0
+        cpu = [p.cpu() - c for p, c in zip(procs, cpu0, strict=True)]
+    finally:
+        for p in procs:
+            p.stop()
+    rows = executions(exec_log)
+    starts = Counter(k for kind, k, _ in rows if kind == "S")
+    ends = Counter(k for kind, k, _ in rows if kind == "F")
+    return {
+        "mode": mode, "threads": n, "clients": clients, "status_codes": dict(codes),
+        "accepted_s": accepted_s, "accepted_per_s": n / accepted_s,
+        "finished_s": finished_s, "finished_per_s": n / finished_s,
+        "tools_exactly_once": all(starts[t] == 1 and ends[t] == 1 for t in pending)
+        and len(starts) == n and len(ends) == n,
+        "tools_started": sum(starts.values()), "tools_finished": sum(ends.values()),
+        "ran_in_api_process": sum(1 for _, _, pid in rows if pid == procs[0].pid)
+        if mode == "split" else None,
+        "cpu_s": {p.name: round(c, 2) for p, c in zip(procs, cpu, strict=True)},
+    }
+
+
+def kill_phase(dsn: str, url: str, n: int, clients: int, lease: float,
+               work: Path) -> dict[str, Any]:
+    pg_util.reset_schema(dsn, SCHEMA)
+    exec_log = work / "exec-kill.log"
+    exec_log.write_text("")
+    pending = asyncio.run(prefill(url, "slow", n))
+    procs: list[Proc] = []
+    try:
+        api = serve(url, exec_log, "--api-only")
+        w1 = worker(url, exec_log, "worker 1", "--claim-lease", str(lease))
+        w2 = worker(url, exec_log, "worker 2", "--claim-lease", str(lease))
+        procs = [api, w1, w2]
+
+        async def decide_and_kill() -> tuple[float, Counter[int], float]:
+            task = asyncio.create_task(post_decisions(f"http://127.0.0.1:{api.port}", pending,
+                                                      clients))
+            while True:  # until worker 1 is inside a tool
+                rows = executions(exec_log)
+                started = Counter(k for kind, k, pid in rows if pid == w1.pid and kind == "S")
+                done = Counter(k for kind, k, pid in rows if pid == w1.pid and kind == "F")
+                if any(started[k] > done[k] for k in started) and len(started) >= 5:
+                    break
+                await asyncio.sleep(0.01)
+            os.kill(w1.pid, signal.SIGKILL)
+            killed_at = time.perf_counter()
+            secs, codes = await task
+            return secs, codes, killed_at
+
+        _, codes, killed_at = asyncio.run(decide_and_kill())
+        w1.proc.wait(10)
+        rows = executions(exec_log)
+        in_tool = sorted({k for kind, k, pid in rows if pid == w1.pid and kind == "S"}
+                         - {k for kind, k, pid in rows if pid == w1.pid and kind == "F"})
+
+        def settled() -> bool:
+            return db_count(dsn, "completed") + db_count(dsn, "interrupted") == n
+
+        wait_until(settled, 600)
+        settle_s = time.perf_counter() - killed_at
+        completed = db_count(dsn, "completed")
+        asked = asyncio.run(outcome_unknown(f"http://127.0.0.1:{api.port}", dsn))
+        before = executions(exec_log)
+        answered_codes: Counter[int] = Counter()
+        if asked:
+            _, answered_codes = asyncio.run(post_decisions(
+                f"http://127.0.0.1:{api.port}", asked, clients,
+                {"type": "respond", "message": "checked by hand: it ran"}))
+            wait_until(lambda: db_count(dsn, "completed") == n, 120)
+        final = db_count(dsn, "completed")
+        after = executions(exec_log)
+    finally:
+        for p in procs:
+            p.stop()
+    starts = Counter(k for kind, k, _ in after if kind == "S")
+    return {
+        "threads": n, "clients": clients, "claim_lease_s": lease,
+        "status_codes": dict(codes), "killed_worker_in_tool": len(in_tool),
+        "completed_before_answers": completed, "outcome_unknown": len(asked),
+        "killed_calls_all_asked": set(in_tool) <= set(asked),
+        "asked_never_started": sum(1 for t in asked if starts[t] == 0),
+        "started_twice": sum(1 for v in starts.values() if v > 1),
+        "never_started": sum(1 for t in pending if starts[t] == 0),
+        "unsettled": n - completed - len(asked),
+        "settled_after_kill_s": settle_s,
+        "answers": dict(answered_codes),
+        "tools_started_after_answers": len(after) - len(before),
+        "all_completed": final == n,
+    }
+
+
+async def outcome_unknown(base: str, dsn: str) -> dict[str, str]:
+    """Thread id -> interrupt id of every pending "outcome unknown" request."""
+    out: dict[str, str] = {}
+    async with httpx.AsyncClient(base_url=base, timeout=60) as c:
+        before = None
+        while True:
+            params: dict[str, Any] = {"status": "interrupted", "limit": 500}
+            if before:
+                params.update(before=before[0], before_id=before[1])
+            page = (await c.get("/api/threads", params=params)).json()
+            for t in page["threads"]:
+                detail = (await c.get(f"/api/threads/{t['thread_id']}")).json()
+                for intr in detail["interrupts"]:
+                    reasons = [a.get("reason") for a in intr["value"]["action_requests"]]
+                    if "outcome_unknown" in reasons:
+                        out[t["thread_id"]] = intr["id"]
+            if not page.get("next_before"):
+                return out
+            before = (page["next_before"], page["next_before_id"])
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    dsn = args.pg_dsn
+    url = f"{dsn}?options=-csearch_path%3D{SCHEMA}"
+    results: dict[str, Any] = {"machine": machine_info(), "started": time.time()}
+    with tempfile.TemporaryDirectory(prefix="interlock-workers-") as tmp:
+        work = Path(tmp)
+        for mode in ("combined", "split", "combined", "split")[: 4 if args.rounds > 1 else 2]:
+            r = throughput(dsn, url, mode, args.threads, args.clients, work)
+            results.setdefault("throughput", []).append(r)
+            log(f"  {mode:8s}: {r['threads']} decisions by {r['clients']} clients: accepted "
+                f"{r['accepted_per_s']:.0f}/s, finished {r['finished_per_s']:.0f}/s "
+                f"({r['finished_s']:.1f} s); tools exactly once: {r['tools_exactly_once']}; "
+                f"CPU s {r['cpu_s']}")
+        k = kill_phase(dsn, url, args.kill_threads, args.clients, args.claim_lease, work)
+        results["kill"] = k
+        log(f"  kill -9 of worker 1 with {k['killed_worker_in_tool']} call(s) in a tool: "
+            f"{k['completed_before_answers']} completed, {k['outcome_unknown']} outcome-unknown "
+            f"request(s) (every call killed in its tool among them: {k['killed_calls_all_asked']}; "
+            f"{k['asked_never_started']} killed after `running` was stored, before the tool "
+            f"started), "
+            f"started twice {k['started_twice']}, unsettled {k['unsettled']}, settled "
+            f"{k['settled_after_kill_s']:.1f} s after the kill; tools started after the "
+            f"answers: {k['tools_started_after_answers']}")
+    pg_util.drop_schema(dsn, SCHEMA)
+    return results
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pg-dsn", default=DEFAULT_DSN)
+    p.add_argument("--threads", type=int, default=1000)
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--kill-threads", type=int, default=200)
+    p.add_argument("--claim-lease", type=float, default=2.0)
+    p.add_argument("--rounds", type=int, default=2, help="1: each mode once; 2: alternating")
+    p.add_argument("--out", default=str(HERE / "results"))
+    args = p.parse_args()
+    info = machine_info()
+    log(f"machine: {info['cpu']}, {info['cores']} cores, load average "
+        f"{tuple(round(x, 2) for x in info['loadavg'])}")
+    results = run(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "workers.json").write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    log(f"results: {out / 'workers.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

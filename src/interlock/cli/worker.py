@@ -1,0 +1,86 @@
+"""``interlock worker MODULE:agent``: run what API-only servers queue (Postgres)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from datetime import timedelta
+
+import click
+
+from ..errors import ConfigurationError
+from ..storage import from_url
+from ._common import DB_ENV, CliError, load_agent
+
+
+@click.command("worker")
+@click.argument("agent_spec", metavar="MODULE:AGENT")
+@click.option("--db", "db", metavar="URL", envvar=DB_ENV,
+              help="The database the API servers use, replacing the agent's own store: "
+              "postgresql://user@host/db (env: INTERLOCK_DB).")
+@click.option("--concurrency", default=8, show_default=True, type=click.IntRange(min=1),
+              help="Runs this process works on at once.")
+@click.option("--claim-lease", default=30.0, show_default=True,
+              type=click.FloatRange(min=0.1),
+              help="Seconds a claimed run stays this worker's without renewal (renewed while "
+              "it runs); a killed worker's runs are taken over this long after.")
+@click.option("--poll-interval", default=5.0, show_default=True,
+              type=click.FloatRange(min=0.05),
+              help="Seconds between queue reads when no signal arrives (queued runs wake the "
+              "workers at once through LISTEN/NOTIFY).")
+@click.option("--recovery-interval", default=30.0, show_default=True,
+              type=click.FloatRange(min=0),
+              help="Seconds between sweeps that continue threads whose process stopped "
+              "mid-run; 0 disables them.")
+@click.option("--expiry-interval", default=30.0, show_default=True,
+              type=click.FloatRange(min=0),
+              help="Seconds between checks of review deadlines; 0 disables them.")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+def worker(agent_spec: str, db: str | None, concurrency: int, claim_lease: float,
+           poll_interval: float, recovery_interval: float, expiry_interval: float,
+           log_level: str) -> None:
+    """Run the agent's queued runs until stopped (Ctrl-C / SIGTERM): the run tier behind
+    `interlock serve --api-only`. Load the same MODULE:AGENT as the servers.
+
+    \b
+    Example:
+      interlock serve myapp.agents:agent --db postgresql://app@db/agents --api-only
+      interlock worker myapp.agents:agent --db postgresql://app@db/agents
+    """
+    from ..worker import Worker
+
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    agent = load_agent(agent_spec)
+    if db is not None:
+        agent.checkpointer = from_url(db)
+    try:
+        w = Worker(agent, concurrency=concurrency, claim_lease=timedelta(seconds=claim_lease),
+                   poll_interval=poll_interval,
+                   recovery_interval=timedelta(seconds=recovery_interval)
+                   if recovery_interval else None,
+                   expiry_interval=timedelta(seconds=expiry_interval)
+                   if expiry_interval else None)
+    except ConfigurationError as exc:
+        raise CliError(f"interlock worker needs the run queue of a Postgres database: {exc}",
+                       exit_code=2) from exc
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        click.echo(f"interlock: worker for {agent.name!r} on {agent.checkpointer!r}, "
+                   f"{concurrency} run(s) at a time; Ctrl-C stops", err=True)
+        try:
+            await w.run(stop)
+        finally:
+            await agent.aclose()
+
+    asyncio.run(main())
+    s = w.stats
+    click.echo(f"interlock: worker stopped: claimed {s.claimed}, finished {s.finished}, "
+               f"failed {s.failed}, given back {s.busy}", err=True)

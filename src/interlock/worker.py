@@ -1,0 +1,241 @@
+"""``Worker``: the run tier of a deployment with separate API and worker processes.
+
+An API-only server (``interlock serve --api-only``) stores input and decisions and puts the run
+on the store's run queue in the same commit (:class:`~interlock.storage.base.RunQueue`,
+Postgres ``interlock_queue``); ``interlock worker`` processes claim queued runs (``SELECT ...
+FOR UPDATE SKIP LOCKED``: concurrent workers skip each other's entries) and run them with the
+same agent. A claim is a lease on the queue entry, renewed while the run goes on; a worker
+that dies (``kill -9``) stops renewing it, and once it has run out another worker claims the
+entry and continues the thread by the journal's recovery rules: calls that finished are never
+run again, and a call that was running when the worker died is retried only when its tool is
+idempotent, otherwise it becomes an "outcome unknown" request (docs/durability.md).
+
+Workers wake at once when a run is queued (Postgres ``LISTEN/NOTIFY``) and also poll every
+``poll_interval`` seconds; they also run the recovery sweep and the expiry of review deadlines,
+which the API-only server leaves to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from .agent import Agent
+from .errors import ConfigurationError, InterlockError, ThreadBusy, ThreadNotFound
+from .result import RunResult
+from .storage.base import ChangeSignals, QueuedRun, RunQueue, no_run_queue
+
+log = logging.getLogger("interlock.worker")
+
+
+@dataclass
+class WorkerStats:
+    claimed: int = 0
+    """Queue entries claimed."""
+    finished: int = 0
+    """Runs that paused or completed."""
+    failed: int = 0
+    """Runs that ended with an error (stored as ``failed``)."""
+    busy: int = 0
+    """Entries given back because another live process still advanced the thread."""
+
+
+class Worker:
+    """Claims queued runs of ``agent``'s store and runs them, ``concurrency`` at a time.
+
+    ``claim_lease``: how long a claim lasts without renewal (renewed every third of it while
+    the run goes on); after a worker died, its runs are taken over this long after its last
+    renewal. ``poll_interval``: seconds between queue reads when no signal arrives.
+    ``recovery_interval`` / ``expiry_interval``: the recovery sweep (threads whose process
+    stopped mid-run) and review deadlines (``None`` disables either). ``shutdown_grace``:
+    seconds that runs still going get to finish when the worker stops, before they are
+    cancelled and their entries given back to the queue."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        concurrency: int = 8,
+        claim_lease: timedelta = timedelta(seconds=30),
+        poll_interval: float = 5.0,
+        recovery_interval: timedelta | None = timedelta(seconds=30),
+        expiry_interval: timedelta | None = timedelta(seconds=30),
+        shutdown_grace: float = 5.0,
+    ) -> None:
+        store = agent.checkpointer
+        if not isinstance(store, RunQueue):
+            raise no_run_queue(store)
+        if concurrency < 1:
+            raise ConfigurationError("Worker(concurrency=...) must be at least 1.")
+        if claim_lease <= timedelta(0) or poll_interval <= 0:
+            raise ConfigurationError("Worker claim_lease and poll_interval must be positive.")
+        self.agent = agent
+        self.queue: RunQueue = store
+        self.concurrency = concurrency
+        self.claim_lease = claim_lease
+        self.poll_interval = poll_interval
+        self.recovery_interval = recovery_interval
+        self.expiry_interval = expiry_interval
+        self.shutdown_grace = shutdown_grace
+        self.owner = agent.owner
+        self.stats = WorkerStats()
+        self._running: dict[str, tuple[QueuedRun, asyncio.Task[None]]] = {}
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Work until ``stop`` is set (or the task is cancelled); then let the runs still going
+        finish for ``shutdown_grace`` seconds and give back the entries of those cancelled."""
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+        store = self.agent.checkpointer
+        stop_listening: Callable[[], None] | None = None
+        if isinstance(store, ChangeSignals):
+            def signalled() -> None:  # from the store's listening thread
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(wake.set)
+
+            try:
+                stop_listening = store.on_signal("queue", signalled)
+            except InterlockError as exc:
+                log.warning("worker: listening for queued runs failed (%s); polling every "
+                            "%g s", exc, self.poll_interval)
+        background = [asyncio.create_task(self._renew(), name="interlock-worker-renew")]
+        if self.recovery_interval is not None:
+            background.append(asyncio.create_task(self._every(
+                "recovery sweep", self.agent.arecover_stale, self.recovery_interval),
+                name="interlock-worker-recovery"))
+        if self.expiry_interval is not None:
+            background.append(asyncio.create_task(self._every(
+                "expiry sweep", self.agent.aexpire_due, self.expiry_interval),
+                name="interlock-worker-expiry"))
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            while not stop.is_set():
+                wake.clear()
+                got = await self._claim()
+                if got and len(self._running) < self.concurrency:
+                    continue  # there may be more
+                woken = asyncio.ensure_future(wake.wait())
+                waiters: set[asyncio.Future[Any]] = {stopping, woken}
+                waiters |= {t for _, t in self._running.values()}
+                try:
+                    await asyncio.wait(waiters, timeout=self.poll_interval,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    woken.cancel()
+        finally:
+            stopping.cancel()
+            if stop_listening is not None:
+                stop_listening()
+            await self._drain()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+
+    async def run_once(self) -> int:
+        """Claim what is queued now (up to ``concurrency``), run it, and return how many
+        entries were claimed (for scripts and tests)."""
+        got = await self._claim()
+        if self._running:
+            await asyncio.wait([t for _, t in self._running.values()])
+        return got
+
+    # -- machinery ---------------------------------------------------------------------------
+
+    async def _claim(self) -> int:
+        free = self.concurrency - len(self._running)
+        if free <= 0:
+            return 0
+        now = self.agent.clock()
+        try:
+            entries = await self.queue.queue_claim(self.owner, now=now,
+                                                   until=now + self.claim_lease, limit=free)
+        except InterlockError as exc:
+            log.warning("worker: claiming queued runs failed: %s", exc)
+            return 0
+        for entry in entries:
+            self.stats.claimed += 1
+            task = asyncio.create_task(self._process(entry),
+                                       name=f"interlock-worker-run:{entry.thread_id}")
+            self._running[entry.thread_id] = (entry, task)
+            task.add_done_callback(functools.partial(self._ended, entry.thread_id))
+        return len(entries)
+
+    def _ended(self, thread_id: str, task: asyncio.Task[None]) -> None:
+        if self._running.get(thread_id, (None, None))[1] is task:
+            del self._running[thread_id]
+
+    async def _process(self, entry: QueuedRun) -> None:
+        try:
+            result: RunResult = await self.agent.arun_queued(entry.thread_id)
+        except ThreadBusy:
+            # another live process still advances it (another host, lease not run out): try
+            # again once this claim would have run out
+            self.stats.busy += 1
+            await self._give_back(entry, self.claim_lease)
+            return
+        except asyncio.CancelledError:
+            await asyncio.shield(self._give_back(entry, timedelta(0)))
+            raise
+        except ThreadNotFound:
+            pass
+        except Exception as exc:  # stored as failed by the engine; the entry is done
+            self.stats.failed += 1
+            log.warning("worker: the run of thread %r failed: %s: %s", entry.thread_id,
+                        type(exc).__name__, exc)
+        else:
+            self.stats.finished += 1
+            log.debug("worker: thread %r %s", entry.thread_id, result.status)
+        try:
+            await self.queue.queue_done(entry, self.owner)
+        except InterlockError as exc:  # the claim runs out and the next claim finds it done
+            log.warning("worker: removing the queue entry of %r failed: %s", entry.thread_id,
+                        exc)
+
+    async def _give_back(self, entry: QueuedRun, after: timedelta) -> None:
+        try:
+            await self.queue.queue_release(entry, self.owner, at=self.agent.clock() + after)
+        except InterlockError as exc:  # its claim runs out instead
+            log.warning("worker: giving back the queue entry of %r failed: %s",
+                        entry.thread_id, exc)
+
+    async def _renew(self) -> None:
+        """Extend the claims of the runs going on, every third of the claim lease."""
+        period = self.claim_lease.total_seconds() / 3
+        while True:
+            await asyncio.sleep(period)
+            ids = list(self._running)
+            if not ids:
+                continue
+            try:
+                await self.queue.queue_extend(self.owner, ids,
+                                              until=self.agent.clock() + self.claim_lease)
+            except InterlockError as exc:  # the next renewal retries
+                log.warning("worker: renewing claims failed: %s", exc)
+
+    async def _every(self, what: str, job: Callable[[], Awaitable[object]],
+                     interval: timedelta) -> None:
+        while True:
+            try:
+                await job()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("worker: %s failed; retrying", what)
+            await asyncio.sleep(interval.total_seconds())
+
+    async def _drain(self) -> None:
+        tasks = [t for _, t in self._running.values()]
+        if not tasks:
+            return
+        _, still = await asyncio.wait(tasks, timeout=self.shutdown_grace)
+        for t in still:
+            t.cancel()
+        if still:
+            await asyncio.wait(still, timeout=self.shutdown_grace)

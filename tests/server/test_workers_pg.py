@@ -1,0 +1,277 @@
+"""Separate API and worker tiers on Postgres, with real processes: `interlock serve --api-only`
+stores input and decisions and queues the runs; `interlock worker` processes claim and run
+them. Each approved call runs exactly once; a worker killed with SIGKILL in the middle of a
+tool is replaced by another one through the lease and journal rules; a change made through one
+process reaches another process's SSE stream through LISTEN/NOTIFY, not at its next poll."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from conftest import StoreFactory, require_postgres
+from interlock.cli import main as cli
+
+from .conftest import ALICE, BOB, TOKENS, bearer
+from .live import TESTS, ServeProcess
+from .test_multiprocess_pg import Stream, executions
+
+
+class WorkerProcess(ServeProcess):
+    """``interlock worker server.server_agents:make_agent`` as a real process (stopped like
+    the server, with SIGINT)."""
+
+    def __init__(self, name: str, db_url: str, exec_log: Path, release: Path,
+                 extra_args: Sequence[str] = ()) -> None:
+        self.name = name
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get(
+            "PYTHONPATH", "")]), "INTERLOCK_TEST_EXEC_LOG": str(exec_log),
+            "INTERLOCK_TEST_RELEASE": str(release)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "interlock.cli", "worker", "server.server_agents:make_agent",
+             "--db", db_url, "--log-level", "info", *extra_args],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        ready = threading.Event()
+
+        def read() -> None:
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                self.lines.append(line)
+                if "interlock: worker for" in line:
+                    ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not ready.wait(30):
+            self.stop()
+            raise AssertionError(f"{name} did not start:\n{''.join(self.lines)}")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+# -- fast: the API-only mode and the worker need a store with a run queue --------------------
+
+
+@pytest.mark.parametrize("command", [
+    ["serve", "server.server_agents:make_agent", "--api-only"],
+    ["worker", "server.server_agents:make_agent"],
+])
+def test_api_only_and_workers_are_refused_without_postgres(
+        command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(TESTS))
+    result = CliRunner().invoke(cli, [*command, "--db", f"sqlite:///{tmp_path / 'x.db'}"])
+    assert result.exit_code == 2, result.output
+    assert "run queue" in result.output
+    assert "SqliteCheckpointer" in result.output
+    assert "Postgres" in result.output
+
+
+# -- slow: real processes on a real Postgres --------------------------------------------------
+
+
+@pytest.fixture
+def tier(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    require_postgres()
+    pg = StoreFactory("postgres", tmp_path)
+    import asyncio
+
+    asyncio.run(pg().list_threads(limit=1))  # the schema exists before the processes race
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps(TOKENS))
+    log = tmp_path / "executions.jsonl"
+    log.touch()
+    started: list[Any] = []
+    env = {"url": pg.url(), "tokens": tokens, "log": log, "release": tmp_path / "release",
+           "started": started}
+    try:
+        yield env
+    finally:
+        codes = []
+        for p in reversed(started):
+            if p.proc.poll() is None:
+                codes.append((p.name, p.stop()))
+        pg.cleanup()
+        for p in started:
+            if any("Traceback" in line for line in p.lines):
+                raise AssertionError(f"{p.name} logged a traceback:\n{''.join(p.lines)}")
+        assert all(code == 0 for _, code in codes), codes
+
+
+def api(env: dict[str, Any], name: str, *args: str) -> ServeProcess:
+    s = ServeProcess(name, env["url"], env["tokens"], env["log"], ["--api-only", *args])
+    env["started"].append(s)
+    return s
+
+
+def worker(env: dict[str, Any], name: str, *args: str) -> WorkerProcess:
+    w = WorkerProcess(name, env["url"], env["log"], env["release"], args)
+    env["started"].append(w)
+    return w
+
+
+def wait_for(pred: Any, within: float = 30.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_api_only_server_and_two_workers_run_each_approval_once(tmp_path: Path,
+                                                                 tier: dict[str, Any]) -> None:
+    server = api(tier, "api")
+    workers = [worker(tier, "worker 1"), worker(tier, "worker 2")]
+    n = 24
+    with httpx.Client(timeout=60) as c:
+        def start(i: int) -> dict[str, Any]:
+            r = c.post(f"{server.url}/api/threads", params={"wait": "true"},
+                       headers=bearer(BOB),
+                       json={"message": f"sql UPDATE t SET n = {i}", "thread_id": f"w{i}"})
+            assert r.status_code == 200, r.text
+            body: dict[str, Any] = r.json()
+            return body
+
+        def decide(i: int, interrupt_id: str) -> httpx.Response:
+            return c.post(f"{server.url}/api/threads/w{i}/decisions", headers=bearer(ALICE),
+                          json={"interrupt_id": interrupt_id,
+                                "decisions": [{"type": "approve"}]})
+
+        with ThreadPoolExecutor(8) as pool:
+            paused = list(pool.map(start, range(n)))
+            assert all(p["status"] == "interrupted" for p in paused)
+            answers = list(pool.map(lambda i: decide(i, paused[i]["interrupts"][0]["id"]),
+                                    range(n)))
+        assert [r.status_code for r in answers] == [202] * n, [r.text for r in answers]
+        # the same decision again: refused, nothing queued twice
+        again = decide(0, paused[0]["interrupts"][0]["id"])
+        assert again.status_code == 409, again.text
+
+        def all_done() -> bool:
+            listed = c.get(f"{server.url}/api/threads", params={"limit": 100},
+                           headers=bearer(ALICE)).json()["threads"]
+            return sum(t["status"] == "completed" for t in listed) == n
+
+        wait_for(all_done, 60, "every run to complete")
+        t = c.get(f"{server.url}/api/threads/w3", headers=bearer(ALICE)).json()
+        assert t["messages"][-1]["content"] == "Done. OK: ran UPDATE t SET n = 3"
+    runs = executions(tier["log"])
+    for i in range(n):
+        mine = [e for e in runs if e["args"] == {"query": f"UPDATE t SET n = {i}"}]
+        assert len(mine) == 1, mine
+    by = {e["pid"] for e in runs}
+    assert server.proc.pid not in by  # the API process ran no tool
+    assert by <= {w.pid for w in workers}
+    import asyncio
+
+    from interlock import PostgresCheckpointer
+
+    store = PostgresCheckpointer(tier["url"].split("?")[0],
+                                 schema=tier["url"].split("%3D")[-1])
+    try:
+        assert asyncio.run(store.queue_list()) == []  # every queue entry was removed
+    finally:
+        asyncio.run(store.close())
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_a_worker_killed_mid_tool_is_replaced_and_the_tool_is_not_run_again(
+        tmp_path: Path, tier: dict[str, Any]) -> None:
+    server = api(tier, "api")
+    first = worker(tier, "worker 1", "--claim-lease", "1")
+    log: Path = tier["log"]
+    with httpx.Client(timeout=60) as c:
+        r = c.post(f"{server.url}/api/threads", params={"wait": "true"}, headers=bearer(BOB),
+                   json={"message": "hang UPDATE accounts SET x = 1", "thread_id": "k1"})
+        assert r.status_code == 200, r.text
+        intr = r.json()["interrupts"][0]
+        r = c.post(f"{server.url}/api/threads/k1/decisions", headers=bearer(ALICE),
+                   json={"interrupt_id": intr["id"], "decisions": [{"type": "approve"}]})
+        assert r.status_code == 202, r.text
+        wait_for(lambda: any(e["name"] == "hang_sql:started" for e in executions(log)),
+                 30, "the tool to start")
+        first.proc.send_signal(signal.SIGKILL)  # in the middle of the tool
+        first.proc.wait(10)
+        tier["release"].touch()  # a tool started from now on would finish at once
+        second = worker(tier, "worker 2", "--claim-lease", "1")
+
+        def asked() -> dict[str, Any] | None:
+            t = c.get(f"{server.url}/api/threads/k1", headers=bearer(ALICE)).json()
+            return t if t["status"] == "interrupted" else None
+
+        t = wait_for(asked, 30, "the outcome-unknown request")
+        # the documented rule (docs/durability.md, Recovery): a non-idempotent call that was
+        # running when its process died becomes `unknown` and is put to a reviewer
+        pending = t["interrupts"][0]
+        assert [a["reason"] for a in pending["value"]["action_requests"]] == [
+            "outcome_unknown"], pending
+        history = [h["kind"] for h in t["history"]]
+        assert "outcome_unknown" in history and "recovered" in history
+        started = [e for e in executions(log) if e["name"] == "hang_sql:started"]
+        assert [e["pid"] for e in started] == [first.pid]  # not run again by worker 2
+        assert not [e for e in executions(log) if e["name"] == "hang_sql"]  # never finished
+        # the reviewer knows it took effect: the run goes on without running it again
+        r = c.post(f"{server.url}/api/threads/k1/decisions", params={"wait": "true"},
+                   headers=bearer(ALICE),
+                   json={"interrupt_id": pending["id"],
+                         "decisions": [{"type": "respond", "message": "it ran"}]})
+        assert r.status_code == 200, r.text
+        assert r.json()["status"] == "completed"
+        assert r.json()["output"] == "Done. it ran"
+    assert [e["name"] for e in executions(log)] == ["hang_sql:started"]
+    assert second.proc.poll() is None
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_changes_reach_another_process_stream_through_notify_not_polling(
+        tmp_path: Path, tier: dict[str, Any]) -> None:
+    # every process polls only every 30 s: what arrives sooner came through LISTEN/NOTIFY
+    a = api(tier, "api A", "--poll-interval", "30")
+    b = api(tier, "api B", "--poll-interval", "30")
+    worker(tier, "worker", "--poll-interval", "30")
+    inbox_b = Stream(f"{b.url}/api/inbox/events", BOB)
+    time.sleep(0.5)  # both watchers and the worker listen
+    with httpx.Client(timeout=30) as c:
+        t0 = time.monotonic()
+        r = c.post(f"{a.url}/api/threads", headers=bearer(BOB),
+                   json={"message": "sql DELETE FROM sessions", "thread_id": "n1"})
+        assert r.status_code == 202, r.text
+        raised = inbox_b.until(lambda e: e["event"] == "request_raised"
+                               and e["data"]["thread"]["thread_id"] == "n1", within=10)
+        seen_raised = time.monotonic() - t0
+        t1 = time.monotonic()
+        r = c.post(f"{a.url}/api/threads/n1/decisions", headers=bearer(ALICE),
+                   json={"interrupt_id": raised["data"]["interrupt_id"],
+                         "decisions": [{"type": "approve"}]})
+        assert r.status_code == 202, r.text
+        inbox_b.until(lambda e: e["event"] == "request_resolved"
+                      and e["data"]["thread"]["thread_id"] == "n1", within=10)
+        seen_resolved = time.monotonic() - t1
+        inbox_b.until(lambda e: e["event"] == "thread_updated"
+                      and e["data"]["thread"]["thread_id"] == "n1"
+                      and e["data"]["thread"]["status"] == "completed", within=10)
+        seen_done = time.monotonic() - t1
+    assert seen_raised < 3 and seen_resolved < 3 and seen_done < 3, (
+        seen_raised, seen_resolved, seen_done)
+    assert len([e for e in executions(tier["log"])
+                if e["args"] == {"query": "DELETE FROM sessions"}]) == 1
