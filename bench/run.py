@@ -16,7 +16,11 @@ run, and prints every figure with the ratio LangChain / interlock:
   plus the time of ``import interlock`` / ``import langchain.agents`` in a fresh process;
   (workers) on Postgres, interlock alone: one combined server against an API-only server with
       two worker processes, decisions per second from 50 concurrent HTTP clients, each
-      approval's tool counted, and a worker killed mid-tool (see ``workers.py``).
+      approval's tool counted, and a worker killed mid-tool (see ``workers.py``);
+  (sse) 200 SSE subscribers of one ``interlock serve`` process: idle CPU and how long until
+      every subscriber saw a decision (``sse_fanout.py``; interlock alone);
+  (many) 32 threads cycling at once in one process on SQLite against the same 32 one after
+      another: cycles/s and fsyncs per cycle (``many_runs.py``; interlock alone).
 
 Figures (a) and (b) run both systems in this process, alternating in blocks of cycles so that
 machine noise hits both alike. Results go to ``bench/results/latest.json`` (and the full
@@ -381,6 +385,28 @@ class Bench:
         del systems
         gc.collect()
 
+    # -- (sse) and (many): interlock alone, each in processes of its own ---------------------
+
+    def fig_script(self, name: str, script: str, args: list[str]) -> None:
+        """Run ``script`` (one of the scale benchmarks) and keep the JSON it writes."""
+        out = self.workdir / f"{name}.json"
+        log(f"\n({name}) {script} {' '.join(args)}")
+        proc = subprocess.run([sys.executable, str(HERE / script), *args, "--out", str(out)],
+                              capture_output=True, text=True, check=False)
+        for line in proc.stdout.splitlines():
+            log(f"  {line}")
+        if proc.returncode != 0:
+            raise RuntimeError(f"{script} failed:\n{proc.stderr}")
+        self.results[name] = json.loads(out.read_text())
+
+    def fig_sse(self) -> None:
+        args = ["--decisions", "10", "--idle", "16"] if self.quick else []
+        self.fig_script("sse", "sse_fanout.py", args)
+
+    def fig_many(self) -> None:
+        args = ["--rounds", "1"] if self.quick else ["--rounds", "5", "--fsyncs"]
+        self.fig_script("many", "many_runs.py", args)
+
     # -- import time --------------------------------------------------------------------------
 
     def fig_workers(self) -> None:
@@ -462,9 +488,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backends", default="memory,sqlite,postgres",
                    help="comma-separated subset of memory,sqlite,postgres")
-    p.add_argument("--figures", default="a,b,c,d,e,import,workers",
-                   help="comma-separated subset of a,b,c,d,e,import,workers (e runs once, in "
-                   "memory; workers once, on Postgres)")
+    p.add_argument("--figures", default="a,b,c,d,e,import,workers,sse,many",
+                   help="comma-separated subset of a,b,c,d,e,import,workers,sse,many (e runs "
+                   "once, in memory; workers once, on Postgres; sse and many once, on SQLite)")
     p.add_argument("--quick", action="store_true",
                    help="fewer cycles, K up to 50, 1,000 threads for (d): a few minutes")
     p.add_argument("--threads", type=int, default=None, help="threads for (d)")
@@ -557,6 +583,10 @@ def main() -> int:
             bench.fig_import()
         if "workers" in figures and "postgres" in backends:
             bench.fig_workers()
+        if "sse" in figures:
+            bench.fig_sse()
+        if "many" in figures:
+            bench.fig_many()
     finally:
         if args.workdir is None:  # with --workdir, the files and schemas stay for inspection
             shutil.rmtree(bench.workdir, ignore_errors=True)

@@ -129,13 +129,15 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def serve(url: str) -> tuple[subprocess.Popen[bytes], str, float]:
+def serve(url: str, extra: list[str] | None = None) -> tuple[subprocess.Popen[bytes], str, float]:
+    """``interlock serve`` of the scenario's agent on ``url`` (with ``extra`` options); returns
+    the process, its base URL and the seconds until it answered."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(HERE)}
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "interlock.cli", "serve", "scale_agent:agent", "--db", url,
-         "--port", str(port), "--log-level", "warning", "--no-dispatch"],
+         "--port", str(port), "--log-level", "warning", "--no-dispatch", *(extra or [])],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     while True:

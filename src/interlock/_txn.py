@@ -23,6 +23,7 @@ from ._snapshots import SnapshotCache
 from ._summary import summary_updates
 from ._texts import SYSTEM, digest, public_interrupt
 from .audit import GENESIS, AuditKind, make_record
+from .audit_key import load_key
 from .decisions import PendingCall
 from .errors import ConcurrencyError, StorageError, ThreadBusy, ThreadNotFound
 from .events import Event, InterruptRaised
@@ -230,10 +231,12 @@ class ThreadTxn:
         now = self.now()
         seq, prev = t.audit_seq, t.audit_hash or GENESIS
         records = []
+        key = load_key(create=True) if self._audit else None
         for kind, actor, call_id, data in self._audit:
             seq += 1
             rec = make_record(thread_id=t.thread_id, seq=seq, prev_hash=prev, ts=now,
-                              kind=kind.value, actor=actor, tool_call_id=call_id, data=data)
+                              kind=kind.value, actor=actor, tool_call_id=call_id, data=data,
+                              key=key)
             prev = rec.hash
             records.append(rec)
         lease = (

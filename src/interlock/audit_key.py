@@ -19,7 +19,7 @@ import os
 import secrets
 import stat
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigurationError
@@ -41,11 +41,12 @@ class AuditKey:
 
     secret: bytes
     source: str
+    key_id: str = field(init=False, compare=False)
+    """A public fingerprint of the key (stored in every row it signs)."""
 
-    @property
-    def key_id(self) -> str:
-        """A public fingerprint of the key (stored in every row it signs)."""
-        return hashlib.sha256(b"interlock-audit-key\x00" + self.secret).hexdigest()[:16]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key_id", hashlib.sha256(
+            b"interlock-audit-key\x00" + self.secret).hexdigest()[:16])
 
     def sign(self, data: bytes) -> str:
         return hmac.digest(self.secret, data, "sha256").hex()
@@ -65,7 +66,8 @@ def key_location() -> str:
 
 
 _lock = threading.Lock()
-_cache: dict[tuple[str | None, str], AuditKey] = {}
+_cache: dict[tuple[str | None, ...], AuditKey] = {}
+"""Keys found, by the environment that says where they are."""
 
 
 def _checked(secret: str, source: str) -> AuditKey:
@@ -111,14 +113,19 @@ def load_key(*, create: bool) -> AuditKey | None:
     """The audit key; ``None`` when there is none and ``create`` is false. Raises
     :class:`~interlock.ConfigurationError` for a key that is too short or a file that others
     can read."""
-    env = os.environ.get(ENV_KEY)
-    if env:
-        return _checked(env, f"the environment variable {ENV_KEY}")
-    path = Path(os.environ.get(ENV_KEY_FILE) or default_key_path()).expanduser()
-    cache_key = (os.environ.get(ENV_KEY_FILE), str(path))
+    environ = os.environ
+    env = environ.get(ENV_KEY)
+    # what the key's place depends on: looked up once per combination, not at every row
+    cache_key = (env, environ.get(ENV_KEY_FILE), environ.get("XDG_CONFIG_HOME"),
+                 environ.get("HOME"))
     found = _cache.get(cache_key)
     if found is not None:
         return found
+    if env:
+        key = _checked(env, f"the environment variable {ENV_KEY}")
+        _cache[cache_key] = key
+        return key
+    path = Path(environ.get(ENV_KEY_FILE) or default_key_path()).expanduser()
     with _lock:
         if not path.exists():
             if not create:
