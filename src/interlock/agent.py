@@ -20,7 +20,15 @@ from ._sync import iterate_blocking, run_blocking
 from ._texts import public_interrupt
 from ._txn import Sink, ThreadTxn
 from .audit_verify import AuditHead, AuditReport, export_head, verify_store
-from .authz import Reviewer, actor_of, check_name, check_read, facts_of, may_read
+from .authz import (
+    Reviewer,
+    actor_of,
+    check_name,
+    check_read,
+    facts_of,
+    may_read,
+    reviewer_keys,
+)
 from .errors import (
     ConfigurationError,
     InterlockError,
@@ -488,17 +496,10 @@ class Agent:
             return await self.checkpointer.list_threads(status=status, limit=limit,
                                                         before=before, before_id=before_id,
                                                         search=search)
-        out: list[ThreadRecord] = []
-        page = max(limit, 200)
-        while len(out) < limit:
-            batch = await self.checkpointer.list_threads(status=status, limit=page,
-                                                         before=before, before_id=before_id,
-                                                         search=search)
-            out.extend(r for r in batch if may_read(rv, facts_of(r)))
-            if len(batch) < page:
-                break
-            before, before_id = batch[-1].updated_at, batch[-1].thread_id
-        return out[:limit]
+        # the store's readers index holds who may read each thread (authz.read_keys)
+        return await self.checkpointer.list_threads(status=status, limit=limit, before=before,
+                                                    before_id=before_id, search=search,
+                                                    readers=reviewer_keys(rv))
 
     async def acount_threads(self, *, status: str | None = None, search: str | None = None,
                              reviewer: Reviewer | str | None = None) -> int | None:

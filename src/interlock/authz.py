@@ -293,6 +293,39 @@ def facts_of(thread: ThreadRecord) -> ThreadFacts:
                        deciders=frozenset(thread.deciders))
 
 
+ANYONE_KEY = "*"
+"""The read key of a thread that every reviewer may read (see :func:`read_keys`)."""
+
+
+def read_keys(thread: ThreadRecord) -> list[str]:
+    """The keys under which stores index who may read a thread: a reviewer may read it
+    (:func:`may_read`) exactly when one of its :func:`reviewer_keys` is among them. Its
+    creator and deciders (``user:NAME``), the roles of its pending review calls
+    (``role:NAME``), and :data:`ANYONE_KEY` while a call any reviewer may decide, or a
+    question in a thread the application started, is pending. A row whose pending requests
+    cannot be read gives only the creator and deciders."""
+    keys = {f"user:{name}" for name in thread.deciders}
+    if thread.created_by is not None:
+        keys.add(f"user:{thread.created_by}")
+    try:
+        facts = facts_of(thread)
+    except ValueError:
+        return sorted(keys)
+    if facts.question_pending and facts.created_by is None:
+        keys.add(ANYONE_KEY)
+    for call in facts.pending:
+        if call.reviewers is None:
+            keys.add(ANYONE_KEY)
+        else:
+            keys.update(f"role:{role}" for role in call.reviewers)
+    return sorted(keys)
+
+
+def reviewer_keys(reviewer: Reviewer) -> list[str]:
+    """The read keys that let ``reviewer`` (not an admin) read a thread (:func:`read_keys`)."""
+    return sorted({ANYONE_KEY, f"user:{reviewer.id}", *(f"role:{r}" for r in reviewer.roles)})
+
+
 def starter_of(thread: ThreadRecord) -> Reviewer | None:
     """The identity that started the thread's current run (``None``: the application)."""
     s = thread.started_by

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from interlock import Agent, NotAuthorized, Reviewer
+from interlock.authz import facts_of, may_read
+from interlock.storage.base import search_text
 from interlock.storage.memory import MemoryCheckpointer
 from server.conftest import ADMIN, ALICE, BOB, CAROL, TOKENS, Server, bearer, running, sse
 from server.server_agents import EXECUTED, make_agent
@@ -130,3 +132,49 @@ def test_library_posting_and_reading_are_checked() -> None:
     assert ran == EXECUTED
     assert [t.thread_id for t in agent.list_threads(reviewer=alice)] == ["a1"]
     assert agent.get_thread("a1").messages  # the application itself reads everything
+
+
+@pytest.mark.anyio
+async def test_a_reviewer_pages_through_exactly_the_threads_it_may_read(agent: Agent) -> None:
+    """The list, read from the store's readers index, pages (two rows at a time, with and
+    without a status or text filter) through exactly the threads ``authz.may_read`` allows
+    each token, in listing order; a thread a reviewer decided stays in its list."""
+    async with running(agent, tokens=TOKENS) as s:
+        c = s.client
+        for i, (token, message) in enumerate([
+                (CAROL, "drop salaries"), (BOB, "drop logs"), (CAROL, "hello"),
+                (ALICE, "sql SELECT 1"), (CAROL, "drop users"), (BOB, "hello"),
+                (CAROL, "drop orders"), (ALICE, "sql SELECT 2"), (BOB, "drop carts")]):
+            r = await post(s, "/api/threads", token, {"message": message,
+                                                      "thread_id": f"t{i}"})
+            assert r.status_code == 200, r.text  # waited for
+        r = await post(s, "/api/threads/t4/decisions", ALICE,
+                       {"decisions": [{"type": "reject", "message": "no"}]})
+        assert r.status_code == 200
+        everything = await agent.alist_threads(limit=100)
+        assert len(everything) == 9
+        for token in (ALICE, BOB, CAROL):
+            who = TOKENS[token]
+            rv = Reviewer(str(who["id"]), frozenset(who["roles"]))
+            for params in ({}, {"status": "interrupted"}, {"q": "DROP"}):
+                want = [t.thread_id for t in everything if may_read(rv, facts_of(t))
+                        and params.get("status") in (None, t.status)
+                        and str(params.get("q", "")).lower() in search_text(t)]
+                got: list[str] = []
+                page: dict[str, Any] = {**params, "limit": 2}
+                while True:
+                    body = (await c.get("/api/threads", params=page,
+                                        headers=bearer(token))).json()
+                    got += [t["thread_id"] for t in body["threads"]]
+                    if body["next_before"] is None:
+                        break
+                    page = {**params, "limit": 2, "before": body["next_before"],
+                            "before_id": body["next_before_id"]}
+                assert got == want, (who["id"], params)
+                assert want, (who["id"], params)  # every reviewer sees something
+        # bob (ops) never sees carol's dba-only requests; alice keeps the one she decided
+        bob = Reviewer("bob", frozenset({"ops"}))
+        listed = [t.thread_id for t in await agent.alist_threads(reviewer=bob, limit=100)]
+        assert "t0" not in listed and "t4" not in listed and "t3" in listed
+        alice = Reviewer("alice", frozenset({"dba", "ops"}))
+        assert "t4" in [t.thread_id for t in await agent.alist_threads(reviewer=alice)]

@@ -414,14 +414,17 @@ class Checkpointer(Protocol):
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
+        readers: Sequence[str] | None = None,
     ) -> list[ThreadRecord]:
-        """Threads, newest first by ``(updated_at, thread_id)``, optionally filtered by status
-        and by ``search``, a case-insensitive substring of :func:`search_text`.
+        """Threads, newest first by ``(updated_at, thread_id)``, optionally filtered by status,
+        by ``search``, a case-insensitive substring of :func:`search_text` (every character
+        literal, any length), and by ``readers``: only threads whose read keys
+        (:func:`interlock.authz.read_keys`, kept next to the row) include one of these.
 
         ``before`` alone: only threads with ``updated_at < before``. With ``before_id``: only
         threads strictly before the cursor ``(before, before_id)`` in that order, so that a page
         boundary between threads with the same ``updated_at`` skips none of them (see
-        :mod:`interlock.paging`)."""
+        :mod:`interlock.paging`). Durable stores answer these filters from indexes."""
         ...
 
     async def count_threads(self, *, status: str | None = None,

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
 
+from ..authz import read_keys
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from ..outbox import OutboxEvent, outbox_json
 from .base import (
@@ -32,7 +33,7 @@ from .base import (
 class _Stored:
     """One thread as a database would hold it: serialised rows, one object per thread."""
 
-    __slots__ = ("journal", "key", "messages", "row", "search", "status", "version")
+    __slots__ = ("journal", "key", "messages", "readers", "row", "search", "status", "version")
 
     def __init__(self, row: str, version: int) -> None:
         self.row = row
@@ -41,6 +42,8 @@ class _Stored:
         self.key: tuple[datetime, str] = (datetime.min, "")
         """``(updated_at, thread_id)``: the listing order, as a database index would hold it."""
         self.search = ""
+        self.readers: frozenset[str] = frozenset()
+        """Who may read the thread (``authz.read_keys``)."""
         self.messages: list[str] = []
         self.journal: list[tuple[str, int, str]] = []
         """(tool call id, turn, row), in insertion order; the turn is the index a database
@@ -96,6 +99,7 @@ class MemoryCheckpointer:
         journal = [(e.tool_call_id, e.turn, journal_json(e)) for e in change.journal]
         outbox = list(change.outbox)
         search = search_text(change.thread)
+        readers = frozenset(read_keys(change.thread))
         with self._lock:
             stored = self._threads.get(tid)
             if expected_version is None:
@@ -109,6 +113,7 @@ class MemoryCheckpointer:
             stored.status = change.thread.status
             stored.key = (change.thread.updated_at, tid)
             stored.search = search
+            stored.readers = readers
             stored.messages.extend(messages)
             rows = stored.journal
             for item in journal:
@@ -132,8 +137,11 @@ class MemoryCheckpointer:
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
+        readers: Sequence[str] | None = None,
     ) -> list[ThreadRecord]:
         rows = self._matching(status, search)
+        if readers is not None:
+            rows = [r for r in rows if not r.readers.isdisjoint(readers)]
         if before is not None and before_id is not None:
             rows = [r for r in rows if r.key < (before, before_id)]
         elif before is not None:

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._offload import offload
+from ..authz import read_keys
 from ..errors import ConfigurationError, MissingDependency, StorageError
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from ..outbox import OutboxEvent, outbox_json
@@ -63,7 +64,7 @@ RECHECK_AFTER = 5.0
 """Seconds a pooled connection may sit idle before it is checked with a round trip."""
 
 TABLES = ("interlock_meta", "interlock_threads", "interlock_messages", "interlock_journal",
-          "interlock_audit", "interlock_outbox", "interlock_queue")
+          "interlock_audit", "interlock_outbox", "interlock_queue", "interlock_readers")
 
 
 
@@ -98,6 +99,44 @@ def _copy_turns(conn: Connection[Any], sql: _Statements) -> None:
         with conn.cursor() as cur:
             cur.executemany(sql.fmt("UPDATE {s}.interlock_threads SET turn = %s "
                                     "WHERE thread_id = %s"), turns)
+
+
+def _backfill_readers(conn: Connection[Any], sql: _Statements) -> None:
+    """For rows written before migration 6: who may read each thread."""
+    rows = conn.execute(sql.fmt(
+        "SELECT thread_id, status, updated_at, data FROM {s}.interlock_threads")).fetchall()
+    readers = [(k, tid, status, updated) for tid, status, updated, data in rows
+               for k in read_keys(ThreadRecord.model_validate_json(data))]
+    if readers:
+        with conn.cursor() as cur:
+            cur.executemany(sql.fmt("INSERT INTO {s}.interlock_readers "
+                                    "(key, thread_id, status, updated_at) "
+                                    "VALUES (%s, %s, %s, %s)"), readers)
+
+
+def _trigram_index(conn: Connection[Any], sql: _Statements) -> None:
+    """A ``pg_trgm`` GIN index of the search text, so a search for a text few threads hold
+    reads those threads only. The extension is created in ``public`` if missing (one per
+    database; since Postgres 13 any role with CREATE on the database may); where it cannot
+    be, the tables are made without the index and searches read the rows instead."""
+    import psycopg
+
+    try:
+        with conn.transaction():  # a savepoint: a refusal leaves the migration going
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public")
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        log.warning(
+            "The Postgres extension pg_trgm could not be created (%s): text searches of the "
+            "thread list will read the rows in listing order instead of a trigram index. To "
+            "index them, run as a role that may: CREATE EXTENSION pg_trgm; CREATE INDEX "
+            "interlock_threads_trigrams ON %s.interlock_threads USING gin (search "
+            "gin_trgm_ops);", reason, sql.fmt("{s}").as_string(conn))
+    row = conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                       "ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").fetchone()
+    if row is not None:
+        conn.execute(sql.fmt("CREATE INDEX interlock_threads_trigrams ON {s}.interlock_threads "
+                             "USING gin (search {ext}.gin_trgm_ops)", ext=row[0]))
 
 
 Migration = str | Callable[["Connection[Any]", "_Statements"], None]
@@ -192,6 +231,21 @@ MIGRATIONS: list[list[Migration]] = [
             lease_until TIMESTAMPTZ
         )""",
         "CREATE INDEX interlock_queue_order ON {s}.interlock_queue (queued_at, thread_id)",
+    ],
+    [  # 7: a trigram index of the search text, and who may read each thread (authz.read_keys)
+        """CREATE TABLE {s}.interlock_readers (
+            key        TEXT NOT NULL,
+            thread_id  TEXT NOT NULL,
+            status     TEXT NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (thread_id, key)
+        )""",
+        "CREATE INDEX interlock_readers_status ON {s}.interlock_readers "
+        "(key, status, updated_at DESC, thread_id DESC)",
+        "CREATE INDEX interlock_readers_all ON {s}.interlock_readers "
+        "(key, updated_at DESC, thread_id DESC)",
+        _backfill_readers,
+        _trigram_index,
     ],
 ]
 
@@ -573,6 +627,7 @@ class PostgresCheckpointer:
             "o_data": [outbox_json(ev) for ev in change.outbox],
             "lock": f"interlock-audit:{self.schema}",
             "ch_changes": self._channels["changes"], "ch_queue": self._channels["queue"],
+            "r_keys": read_keys(t),
         }
         stmt = q.commit(expected_version is None, change.enqueue, self.notify)
 
@@ -588,19 +643,11 @@ class PostgresCheckpointer:
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
+        readers: Sequence[str] | None = None,
     ) -> list[ThreadRecord]:
-        cursor = before is not None and before_id is not None
-        needle = search_key(search) if search else ""
-        query = self._sql.list_threads(status is not None, before is not None, cursor,
-                                       bool(needle))
-        params: list[Any] = [status] if status is not None else []
-        if needle:
-            params.append(needle)
-        if cursor:
-            params += [before, before_id]
-        elif before is not None:
-            params.append(before)
-        params.append(limit)
+        query, params = self._sql.select(
+            "t.data", status=status, search=search, readers=readers, before=before,
+            before_id=before_id, limit=limit)
 
         def read() -> list[ThreadRecord]:
             rows = self._read("listing threads", lambda c: c.execute(query, params).fetchall())
@@ -610,12 +657,7 @@ class PostgresCheckpointer:
 
     async def count_threads(self, *, status: str | None = None,
                             search: str | None = None) -> int:
-        needle = search_key(search) if search else ""
-        where = [w for w, on in (("status = %s", status is not None),
-                                 ("strpos(search, %s) > 0", bool(needle))) if on]
-        query = self._sql.fmt("SELECT count(*) FROM {s}.interlock_threads"
-                              + (" WHERE " + " AND ".join(where) if where else ""))
-        params = [p for p in (status, needle) if p]
+        query, params = self._sql.select("count(*)", status=status, search=search)
 
         def read() -> int:
             row = self._read("counting threads",
@@ -998,7 +1040,15 @@ class _Statements:
             "SELECT o.id, th.thread_id, o.status, o.next::timestamptz, o.created::timestamptz, "
             "o.data FROM th, unnest(%(o_id)b::text[], %(o_status)b::text[], "
             "%(o_next)b::text[], %(o_created)b::text[], %(o_data)b::text[]) "
-            "AS o(id, status, next, created, data) ON CONFLICT (id) DO NOTHING)"
+            "AS o(id, status, next, created, data) ON CONFLICT (id) DO NOTHING), "
+            # who may read the thread: keys it lost go, the others are upserted (two
+            # statements on disjoint rows: one statement cannot change a row twice)
+            "rdel AS (DELETE FROM {s}.interlock_readers r USING th "
+            "WHERE r.thread_id = th.thread_id AND NOT (r.key = ANY(%(r_keys)s::text[]))), "
+            "rins AS (INSERT INTO {s}.interlock_readers (key, thread_id, status, updated_at) "
+            "SELECT k.key, th.thread_id, %(status)s, %(updated_at)s FROM th, "
+            "unnest(%(r_keys)s::text[]) AS k(key) ON CONFLICT (thread_id, key) DO UPDATE SET "
+            "status = EXCLUDED.status, updated_at = EXCLUDED.updated_at)"
         )
         self._commit_heads = {
             True: "WITH th AS (INSERT INTO {s}.interlock_threads "
@@ -1028,7 +1078,7 @@ class _Statements:
                               "WHERE change_xid >= %s::text::xid8)")
         self.due = f("SELECT thread_id FROM {s}.interlock_threads WHERE deadline IS NOT NULL "
                      "AND deadline <= %s ORDER BY deadline LIMIT %s")
-        self._lists: dict[tuple[bool, bool, bool, bool], Composed] = {}
+        self._lists: dict[tuple[Any, ...], Composed] = {}
         self.outbox_claim = f(
             "UPDATE {s}.interlock_outbox SET lease_owner = %(owner)s, lease_until = %(until)s "
             "WHERE id IN (SELECT id FROM {s}.interlock_outbox WHERE status = 'pending' "
@@ -1076,22 +1126,64 @@ class _Statements:
             self._commits[key] = self.fmt(text + " " + final)
         return self._commits[key]
 
-    def fmt(self, text: str) -> Composed:
+    def fmt(self, text: str, **names: str) -> Composed:
+        """``text`` with ``{s}`` the schema and each other ``{name}`` an identifier."""
         from psycopg import sql
 
-        return sql.SQL(text).format(s=self._schema)
+        return sql.SQL(text).format(s=self._schema,
+                                    **{k: sql.Identifier(v) for k, v in names.items()})
 
-    def list_threads(self, by_status: bool, by_before: bool, by_cursor: bool,
-                     by_search: bool = False) -> Composed:
-        key = (by_status, by_before, by_cursor, by_search)
-        if key not in self._lists:
-            before = "(updated_at, thread_id) < (%s, %s)" if by_cursor else "updated_at < %s"
-            where = [w for w, on in (("status = %s", by_status),
-                                     ("strpos(search, %s) > 0", by_search),
-                                     (before, by_before)) if on]
-            clause = (" WHERE " + " AND ".join(where)) if where else ""
-            self._lists[key] = self.fmt(
-                "SELECT data FROM {s}.interlock_threads" + clause
-                + " ORDER BY updated_at DESC, thread_id DESC LIMIT %s"
-            )
-        return self._lists[key]
+    def select(self, what: str, *, status: str | None, search: str | None,
+               readers: Sequence[str] | None = None, before: datetime | None = None,
+               before_id: str | None = None, limit: int | None = None,
+               ) -> tuple[Composed, dict[str, Any]]:
+        """The statement and parameters reading ``what`` (columns of ``t``, the thread rows)
+        of the threads that pass the filters, newest first, at most ``limit``. A search text
+        of three characters or more is a ``LIKE`` that the trigram index answers when few
+        threads hold it (the planner chooses); a reviewer's listing reads, for each of its
+        read keys, the newest rows of that key's range of the readers index."""
+        needle = search_key(search) if search else ""
+        params: dict[str, Any] = {"status": status, "needle": needle, "limit": limit,
+                                  "before": before, "before_id": before_id,
+                                  "keys": list(readers or ()),
+                                  "like": "%" + needle.replace("\\", "\\\\").replace(
+                                      "%", "\\%").replace("_", "\\_") + "%"}
+        cursor = before is not None and before_id is not None
+        shape = (what, status is not None, len(needle) >= 3 if needle else None,
+                 readers is not None, before is not None, cursor, limit is not None)
+        if shape not in self._lists:
+            self._lists[shape] = self._select(what, *shape[1:])
+        return self._lists[shape], params
+
+    def _select(self, what: str, by_status: bool, like: bool | None, by_readers: bool,
+                by_before: bool, by_cursor: bool, limited: bool) -> Composed:
+        def before(alias: str) -> str:
+            if by_cursor:
+                return f"({alias}.updated_at, {alias}.thread_id) < (%(before)s, %(before_id)s)"
+            return f"{alias}.updated_at < %(before)s"
+
+        text = {None: "", True: "t.search LIKE %(like)s",
+                False: "strpos(t.search, %(needle)s) > 0"}
+        where = [w for w, on in (("t.status = %(status)s", by_status),
+                                 (text[like], like is not None), (before("t"), by_before)) if on]
+        if by_readers and like:
+            where.append("EXISTS (SELECT 1 FROM {s}.interlock_readers r WHERE "
+                         "r.thread_id = t.thread_id AND r.key = ANY(%(keys)s::text[]))")
+        elif by_readers:
+            sub = [w for w, on in (("r.status = %(status)s", by_status),
+                                   (before("r"), by_before),
+                                   ("strpos(u.search, %(needle)s) > 0", like is not None)) if on]
+            join = (" JOIN {s}.interlock_threads u ON u.thread_id = r.thread_id"
+                    if like is not None else "")
+            where.append(
+                "t.thread_id IN (SELECT x.thread_id FROM unnest(%(keys)s::text[]) AS k(key) "
+                "CROSS JOIN LATERAL (SELECT r.thread_id FROM {s}.interlock_readers r" + join
+                + " WHERE " + " AND ".join(["r.key = k.key", *sub])
+                + " ORDER BY r.updated_at DESC, r.thread_id DESC"
+                + (" LIMIT %(limit)s" if limited else "") + ") x)")
+        text_sql = f"SELECT {what} FROM {{s}}.interlock_threads t"
+        if where:
+            text_sql += " WHERE " + " AND ".join(where)
+        if limited:
+            text_sql += " ORDER BY t.updated_at DESC, t.thread_id DESC LIMIT %(limit)s"
+        return self.fmt(text_sql)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import os
 import sqlite3
 import threading
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from .._offload import offload
+from ..authz import read_keys
 from ..errors import StorageError
 from ..messages import MESSAGE_ADAPTER, Message, message_to_json
 from ..outbox import OutboxEvent, outbox_json
@@ -36,6 +39,7 @@ from .base import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger("interlock.storage.sqlite")
 
 # Ordered migrations; index + 1 is the schema version they produce.
 # Messages and journal rows are often larger than 1 KB: they live in ordinary rowid tables,
@@ -111,9 +115,55 @@ MIGRATIONS: list[str] = [
         ON interlock_threads (status, updated_at, thread_id, search);
     DROP INDEX IF EXISTS interlock_threads_status;
     """,
+    # 5: a substring index of the search text (FTS5 trigrams, keyed by a stable ``search_id``:
+    # VACUUM may renumber the rowids of this table) and who may read each thread
+    # (``authz.read_keys``), so that text searches and a reviewer's listing read an index
+    # instead of every row. The search index and its triggers are made by ``_index_search``.
+    """
+    ALTER TABLE interlock_threads ADD COLUMN search_id INTEGER;
+    UPDATE interlock_threads SET search_id = rowid;
+    CREATE UNIQUE INDEX IF NOT EXISTS interlock_threads_search_id
+        ON interlock_threads (search_id);
+    CREATE TABLE IF NOT EXISTS interlock_readers (
+        key        TEXT NOT NULL,
+        thread_id  TEXT NOT NULL,
+        status     TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (thread_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS interlock_readers_status
+        ON interlock_readers (key, status, updated_at, thread_id);
+    CREATE INDEX IF NOT EXISTS interlock_readers_all
+        ON interlock_readers (key, updated_at, thread_id);
+    """,
 ]
 
+SEARCH_INDEX = [
+    "CREATE VIRTUAL TABLE interlock_search USING fts5(search, content='', columnsize=0, "
+    "tokenize='trigram case_sensitive 1')",
+    "INSERT INTO interlock_search (rowid, search) SELECT search_id, search FROM interlock_threads",
+    "CREATE TRIGGER interlock_search_insert AFTER INSERT ON interlock_threads BEGIN "
+    "INSERT INTO interlock_search (rowid, search) VALUES (new.search_id, new.search); END",
+    "CREATE TRIGGER interlock_search_update AFTER UPDATE OF search ON interlock_threads "
+    "WHEN old.search IS NOT new.search BEGIN "
+    "INSERT INTO interlock_search (interlock_search, rowid, search) "
+    "VALUES ('delete', old.search_id, old.search); "
+    "INSERT INTO interlock_search (rowid, search) VALUES (new.search_id, new.search); END",
+    "CREATE TRIGGER interlock_search_delete AFTER DELETE ON interlock_threads BEGIN "
+    "INSERT INTO interlock_search (interlock_search, rowid, search) "
+    "VALUES ('delete', old.search_id, old.search); END",
+]
+"""The trigram index of the search text (migration 5), kept in step with the thread rows by
+triggers, inside the transaction that writes the row. Contentless: it holds the trigrams only;
+the text stays in the thread row, which every match is checked against."""
+
+FTS_CANDIDATES = 2000
+"""A text search takes its candidates from the trigram index when it finds fewer than this
+many; a text that matches more threads is looked for in listing order instead, where the
+first page of matches comes quickly."""
+
 NEXT_CHANGE = "(SELECT COALESCE(MAX(change_seq), 0) + 1 FROM interlock_threads)"
+NEXT_SEARCH_ID = "(SELECT COALESCE(MAX(search_id), 0) + 1 FROM interlock_threads)"
 
 
 def _micros(at: datetime | None) -> int | None:
@@ -140,24 +190,134 @@ def _backfill_search(conn: sqlite3.Connection) -> None:
                      (search_text(ThreadRecord.model_validate_json(data)), thread_id))
 
 
+def _index_search(conn: sqlite3.Connection) -> None:
+    """Migration 5: the search text of every row again (changes stored before it did not
+    update it), the trigram index of it, and the read keys of every thread. An SQLite built
+    without FTS5 or its trigram tokenizer (before 3.34) keeps working without the index:
+    searches then read the rows in listing order."""
+    _backfill_search(conn)
+    try:
+        for stmt in SEARCH_INDEX:
+            conn.execute(stmt)
+    except sqlite3.OperationalError as exc:
+        conn.execute("DROP TABLE IF EXISTS interlock_search")
+        log.warning("SQLite %s cannot build the trigram search index (%s): text searches of "
+                    "the thread list will read the rows instead. Use a Python whose SQLite "
+                    "is 3.34 or newer with FTS5 for indexed searches.",
+                    sqlite3.sqlite_version, exc)
+    for thread_id, status, updated, data in conn.execute(
+            "SELECT thread_id, status, updated_at, data FROM interlock_threads").fetchall():
+        conn.executemany(
+            "INSERT INTO interlock_readers (key, thread_id, status, updated_at) "
+            "VALUES (?, ?, ?, ?)",
+            [(k, thread_id, status, updated)
+             for k in read_keys(ThreadRecord.model_validate_json(data))])
+
+
 BACKFILL: dict[int, Callable[[sqlite3.Connection], None]] = {
-    2: _backfill_deadlines, 4: _backfill_search}
+    2: _backfill_deadlines, 4: _backfill_search, 5: _index_search}
 """Python steps run right after the SQL of the migration that produces that version."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """Version of the stored format. Readers refuse a database whose version is newer."""
 
 
-def _filters(status: str | None, search: str | None) -> tuple[list[str], list[object]]:
+def _phrase(needle: str) -> str:
+    """``needle`` as an FTS5 string: one phrase of its trigrams, every character literal."""
+    return '"' + needle.replace('"', '""') + '"'
+
+
+def _candidates(conn: sqlite3.Connection, needle: str) -> str | None:
+    """The ``search_id`` of every thread whose search text may hold ``needle``, from the
+    trigram index, as a JSON array; None when the index cannot answer (a needle shorter than
+    a trigram, no index) or finds :data:`FTS_CANDIDATES` or more (then reading in listing
+    order finds a page sooner)."""
+    if len(needle) < 3 or conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name='interlock_search'").fetchone() is None:
+        return None
+    rows = conn.execute("SELECT rowid FROM interlock_search WHERE interlock_search MATCH ? "
+                        "LIMIT ?", (_phrase(needle), FTS_CANDIDATES)).fetchall()
+    return None if len(rows) >= FTS_CANDIDATES else json.dumps([r[0] for r in rows])
+
+
+def _cursor(where: list[str], params: list[object], alias: str, before: datetime | None,
+            before_id: str | None) -> None:
+    if before is not None and before_id is not None:
+        where.append(f"({alias}.updated_at<? OR ({alias}.updated_at=? AND {alias}.thread_id<?))")
+        params += [before.isoformat(), before.isoformat(), before_id]
+    elif before is not None:
+        where.append(f"{alias}.updated_at<?")
+        params.append(before.isoformat())
+
+
+def _select(conn: sqlite3.Connection, what: str, *, status: str | None, search: str | None,
+            readers: Sequence[str] | None = None, before: datetime | None = None,
+            before_id: str | None = None, limit: int | None = None) -> list[tuple[object, ...]]:
+    """``what`` (columns of ``t``, the thread rows) of the threads that pass the filters,
+    newest first, at most ``limit``; from the indexes that answer these filters best, in one
+    read transaction (the candidates of the trigram index and the rows: one snapshot)."""
+    conn.execute("BEGIN")
+    try:
+        return _query(conn, what, status=status, search=search, readers=readers,
+                      before=before, before_id=before_id, limit=limit)
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _query(conn: sqlite3.Connection, what: str, *, status: str | None, search: str | None,
+           readers: Sequence[str] | None, before: datetime | None, before_id: str | None,
+           limit: int | None) -> list[tuple[object, ...]]:
+    needle = search_key(search) if search else ""
+    candidates = _candidates(conn, needle) if needle else None
     where: list[str] = []
     params: list[object] = []
+    if candidates is not None:
+        source = "json_each(?) c CROSS JOIN interlock_threads t ON t.search_id = c.value"
+        params.append(candidates)
+    else:
+        source = "interlock_threads t"
+    if needle:
+        where.append("instr(t.search, ?) > 0")
+        params.append(needle)
     if status is not None:
-        where.append("status=?")
+        where.append("t.status=?")
         params.append(status)
-    if search and search_key(search):
-        where.append("instr(search, ?) > 0")
-        params.append(search_key(search))
-    return where, params
+    if readers is not None and candidates is not None:
+        where.append("EXISTS (SELECT 1 FROM interlock_readers r WHERE r.thread_id=t.thread_id "
+                     f"AND r.key IN ({', '.join('?' for _ in readers)}))")
+        params += list(readers)
+    elif readers is not None:
+        # the newest rows of each key, then of their union: each key's rows are read in
+        # listing order from its own index range, however many threads others may read
+        parts: list[str] = []
+        for key in readers:
+            sub = ["r.key=?"]
+            params.append(key)
+            if status is not None:
+                sub.append("r.status=?")
+                params.append(status)
+            _cursor(sub, params, "r", before, before_id)
+            join = ""
+            if needle:
+                join = " JOIN interlock_threads s ON s.thread_id=r.thread_id"
+                sub.append("instr(s.search, ?) > 0")
+                params.append(needle)
+            parts.append(
+                f"SELECT thread_id FROM (SELECT r.thread_id FROM interlock_readers r{join} "
+                f"WHERE {' AND '.join(sub)} ORDER BY r.updated_at DESC, r.thread_id DESC"
+                + (" LIMIT ?)" if limit is not None else ")"))
+            if limit is not None:
+                params.append(limit)
+        where.append("t.thread_id IN (" + " UNION ".join(parts or ["SELECT NULL"]) + ")")
+    _cursor(where, params, "t", before, before_id)
+    sql = f"SELECT {what} FROM {source}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    if limit is not None:
+        sql += " ORDER BY t.updated_at DESC, t.thread_id DESC LIMIT ?"
+        params.append(limit)
+    return conn.execute(sql, params).fetchall()
 
 
 class _Write:
@@ -359,6 +519,7 @@ class SqliteCheckpointer:
         updated = t.updated_at.isoformat()
         deadline = _micros(review_deadline(t))
         search = search_text(t)
+        readers = [(k, t.thread_id, t.status, updated) for k in read_keys(t)]
         messages = [(t.thread_id, first_seq + i, message_to_json(m))
                     for i, m in enumerate(change.messages)]
         journal = [(t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
@@ -372,8 +533,8 @@ class SqliteCheckpointer:
                 try:
                     conn.execute(
                         "INSERT INTO interlock_threads (thread_id, status, version, "
-                        "updated_at, data, deadline_us, search, change_seq) VALUES (?, ?, ?, ?, "
-                        "?, ?, ?, " + NEXT_CHANGE + ")",
+                        "updated_at, data, deadline_us, search, change_seq, search_id) VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, " + NEXT_CHANGE + ", " + NEXT_SEARCH_ID + ")",
                         (t.thread_id, t.status, t.version, updated, row, deadline, search),
                     )
                 except sqlite3.IntegrityError:
@@ -381,13 +542,17 @@ class SqliteCheckpointer:
             else:
                 cur = conn.execute(
                     "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=?, "
-                    "deadline_us=?, change_seq=" + NEXT_CHANGE + " "
+                    "deadline_us=?, search=?, change_seq=" + NEXT_CHANGE + " "
                     "WHERE thread_id=? AND version=?",
-                    (t.status, t.version, updated, row, deadline, t.thread_id,
+                    (t.status, t.version, updated, row, deadline, search, t.thread_id,
                      expected_version),
                 )
                 if cur.rowcount != 1:
                     raise VersionConflict(t.thread_id, expected_version)
+                conn.execute("DELETE FROM interlock_readers WHERE thread_id=?", (t.thread_id,))
+            if readers:
+                conn.executemany("INSERT INTO interlock_readers (key, thread_id, status, "
+                                 "updated_at) VALUES (?, ?, ?, ?)", readers)
             if messages:
                 conn.executemany(
                     "INSERT INTO interlock_messages (thread_id, seq, data) VALUES (?, ?, ?)",
@@ -430,34 +595,19 @@ class SqliteCheckpointer:
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
+        readers: Sequence[str] | None = None,
     ) -> list[ThreadRecord]:
-        where, params = _filters(status, search)
-        if before is not None and before_id is not None:
-            where.append("(updated_at<? OR (updated_at=? AND thread_id<?))")
-            params += [before.isoformat(), before.isoformat(), before_id]
-        elif before is not None:
-            where.append("updated_at<?")
-            params.append(before.isoformat())
-        sql = "SELECT data FROM interlock_threads"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, thread_id DESC LIMIT ?"
-        params.append(limit)
-
         def q(conn: sqlite3.Connection) -> list[ThreadRecord]:
-            return [ThreadRecord.model_validate_json(r[0]) for r in conn.execute(sql, params)]
+            rows = _select(conn, "t.data", status=status, search=search, readers=readers,
+                           before=before, before_id=before_id, limit=limit)
+            return [ThreadRecord.model_validate_json(str(r[0])) for r in rows]
 
         return await self._run(q)
 
     async def count_threads(self, *, status: str | None = None,
                             search: str | None = None) -> int:
-        where, params = _filters(status, search)
-        sql = "SELECT count(*) FROM interlock_threads"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-
         def q(conn: sqlite3.Connection) -> int:
-            return int(conn.execute(sql, params).fetchone()[0])
+            return int(str(_select(conn, "count(*)", status=status, search=search)[0][0]))
 
         return await self._run(q)
 
