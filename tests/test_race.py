@@ -30,7 +30,7 @@ from interlock import (
 from interlock.leases import HOST
 from interlock.storage.base import RESOLVED_KEPT, Commit
 from procs.common import build_agent, read_lines
-from procs.harness import LineProcess
+from procs.harness import LineProcess, race_round
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
@@ -57,13 +57,7 @@ def test_eight_processes_resume_one_interrupt(stores: StoreFactory) -> None:
             thread = f"race-{rep}"
             paused = agent.invoke(f"line {rep}", thread_id=thread)
             assert paused.interrupted
-            for w in workers:
-                w.send(f"task {thread} {paused.interrupts[0].id}")
-            for w in workers:
-                assert w.recv(60) == "armed"
-            for w in workers:
-                w.send("go")
-            results = [w.recv(120) for w in workers]
+            results = race_round(workers, f"task {thread} {paused.interrupts[0].id}")
             kinds = Counter(r.split()[1] for r in results)
             assert kinds == Counter({"won": 1, "conflict": WORKERS - 1}), (rep, results)
             paths.update(r.split()[2] for r in results if r.split()[1] == "conflict")

@@ -20,6 +20,8 @@ from .errors import (
     RunLimitExceeded,
     StaleInterrupt,
     StorageError,
+    SubAgentMismatch,
+    SubAgentThread,
     ThreadBusy,
     ThreadInterrupted,
     ThreadNotFound,
@@ -34,7 +36,7 @@ from .events import (
     ToolStarted,
 )
 from .hitl import ActionRequest, HITLRequest, HumanInTheLoop, InterruptOn, ReviewConfig
-from .interrupts import Interrupt, interrupt
+from .interrupts import Interrupt, PathStep, interrupt
 from .messages import (
     AssistantMessage,
     Message,
@@ -53,6 +55,7 @@ from .storage.base import (
     CallState,
     Checkpointer,
     JournalEntry,
+    ParentLink,
     RememberedApproval,
     ThreadRecord,
 )
@@ -120,6 +123,8 @@ __all__ = [
     "ModelTurn",
     "NoPendingInterrupt",
     "NotAuthorized",
+    "ParentLink",
+    "PathStep",
     "Reject",
     "RememberedApproval",
     "Respond",
@@ -133,6 +138,8 @@ __all__ = [
     "SqliteCheckpointer",
     "StaleInterrupt",
     "StorageError",
+    "SubAgentMismatch",
+    "SubAgentThread",
     "SystemMessage",
     "ThreadBusy",
     "ThreadInterrupted",

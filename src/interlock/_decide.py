@@ -3,7 +3,7 @@ revoking. Each is validated in full first, then stored in one commit of the run 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -24,7 +24,14 @@ from .decisions import (
     is_decision,
     resolve_decisions,
 )
-from .errors import InterruptConflict, InvalidDecision, NoPendingInterrupt, StaleInterrupt
+from .errors import (
+    ConcurrencyError,
+    InterruptConflict,
+    InvalidDecision,
+    NoPendingInterrupt,
+    StaleInterrupt,
+    SubAgentThread,
+)
 from .interrupts import Interrupt
 from .messages import ToolMessage
 from .quorum import check_self_approval, record_approval
@@ -36,6 +43,7 @@ from .storage.base import (
     JournalEntry,
     RememberedApproval,
 )
+from .subagents import ChildState, SubAgentTool
 from .text import check_input
 
 
@@ -55,6 +63,12 @@ class ResumeSpec:
     has_command: bool = False
     reviews: dict[str, Any] | None = None
     """interrupt id -> decisions, when one resume answers several review interrupts."""
+    routed_from: str | None = None
+    """The parent thread this resume was given on, when it is passed to a sub-agent's thread
+    (only such a resume may act on a sub-agent's thread)."""
+    claim: Callable[[ChildState | None], Awaitable[None]] | None = None
+    """For a routed resume: called right after the decisions are stored here, with this
+    thread's state (``None``: not stored by this level), so that the parent records it."""
 
     def __post_init__(self) -> None:
         # every surface builds one of these: text that cannot be stored is refused here
@@ -69,6 +83,7 @@ class ResumeSpec:
         ids = [self.interrupt_id] if self.interrupt_id else []
         if self.has_command and isinstance(self.command, dict):
             ids += [k for k in self.command if isinstance(k, str)]
+        ids += [*(self.reviews or {}), *(self.values or {})]
         return ids
 
 
@@ -214,7 +229,7 @@ async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
             hooks = hooks.model_copy(update={"answers": [*hooks.answers, value]})
             updates["hooks"] = hooks
         audit.append(AuditItem(AuditKind.INPUT_ANSWERED, spec.actor, intr.tool_call_id,
-                               {"interrupt_id": iid, "value": value}))
+                               {"interrupt_id": iid, "value": value, **_via(spec)}))
     left = {i.id for i in remaining}
     resolved = [*txn.t.resolved, *(i.id for i in pending if i.id not in left)]
     with txn.expect(lambda: InterruptConflict(txn.thread_id, spec.interrupt_id or ids[0])):
@@ -262,7 +277,7 @@ def _apply_decisions(
         # what was proposed and, for approve and edit, the exact call that will run: the
         # signed row proves what was decided, and verify checks the journal against it
         row: dict[str, Any] = {"interrupt_id": review.id, "type": d.type, "name": e.name,
-                               "args": e.args}
+                               "args": e.args, **_via(spec)}
         if r.exec_name is not None:
             row["run"] = {"name": r.exec_name, "args": r.exec_args}
         if isinstance(d, Edit):
@@ -282,6 +297,11 @@ def _apply_decisions(
             if c.request.tool_call_id not in done]
     narrowed = txn.replace_review(review, left)
     return [i for i in narrowed if i.id == review.id]
+
+
+def _via(spec: ResumeSpec) -> dict[str, Any]:
+    """Audit data of a decision given on a parent thread and passed to this sub-agent's."""
+    return {"via_thread_id": spec.routed_from} if spec.routed_from else {}
 
 
 def _approval_row(iid: str, r: ResolvedDecision, counted: PendingCall) -> dict[str, Any]:
@@ -328,15 +348,25 @@ def _decided_entry(e: JournalEntry, r: ResolvedDecision, actor: str, now: dateti
     return e.model_copy(update={**base, "state": CallState.RESPONDED, "result": msg})
 
 
-async def cancel(txn: ThreadTxn, reason: str | None, reviewer: Reviewer | None) -> None:
+async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Reviewer | None,
+                 *, routed: bool = False) -> None:
     """Close every open call of the thread as cancelled; the thread goes idle. ``reviewer``
-    needs the right to decide every pending call (:mod:`interlock.authz`)."""
+    needs the right to decide every pending call (:mod:`interlock.authz`). Sub-agent threads
+    the thread waits for are cancelled first (a sub-agent's thread itself is cancelled only
+    through its parent: ``routed``)."""
     await txn.load()
+    link = txn.t.parent
+    if link is not None and not routed:
+        raise SubAgentThread(txn.thread_id, link.thread_id, link.tool_call_id,
+                             f"cancel the parent thread instead: agent.cancel("
+                             f"{link.thread_id!r}).")
     check_cancel(reviewer, facts_of(txn.t))
     actor = actor_of(reviewer)
     t = txn.t
     if not t.pending and t.turn is None:
         raise NoPendingInterrupt(txn.thread_id)
+    await _cancel_children(txn, deps, reason, reviewer)
+    t = txn.t
     now = txn.now()
     updates: list[JournalEntry] = []
     results: list[ToolMessage] = []
@@ -365,7 +395,7 @@ async def expire_due(txn: ThreadTxn) -> bool:
     """Escalate review calls past ``escalate_at`` and resolve those past their deadline.
     Returns True if anything changed."""
     now = txn.now()
-    review = next((i for i in txn.t.pending if i.kind == "review"), None)
+    review = next((i for i in txn.t.pending if i.kind == "review" and i.path is None), None)
     if review is None:
         return False
     calls = txn.review_calls(review)
@@ -398,6 +428,30 @@ async def expire_due(txn: ThreadTxn) -> bool:
     await txn.commit(journal=journal, audit=audit, pending=txn.replace_review(review, left),
                      hold_lease=False)
     return True
+
+
+async def _cancel_children(txn: ThreadTxn, deps: RunDeps, reason: str | None,
+                           reviewer: Reviewer | None) -> None:
+    """Cancel the sub-agent threads the open turn waits for. The thread is taken first (a
+    crash in between leaves it to recovery, which reads the children's outcome); a child that
+    another process advances right now makes the cancel fail with nothing changed here."""
+    waiting = [e for e in txn.s.journal.values()
+               if e.state == CallState.WAITING and e.child_thread is not None]
+    if not waiting:
+        return
+    previous = txn.t.status
+    await txn.commit(status="running")
+    try:
+        for e in waiting:
+            tool = deps.tools_by_name.get(e.effective.name)
+            if isinstance(tool, SubAgentTool) and e.child_thread is not None:
+                try:
+                    await tool.runner.cancel_child(e.child_thread, reason, reviewer)
+                except NoPendingInterrupt:
+                    continue  # it had finished: its result is replaced by the cancel
+    except ConcurrencyError:
+        await txn.commit(status=previous, hold_lease=False)
+        raise
 
 
 def _escalated(call: PendingCall, now: datetime) -> PendingCall:

@@ -32,6 +32,8 @@ class RunDeps:
     """How long a cancelled run waits for a tool that is still running (see docs)."""
     snapshots: SnapshotCache | None = None
     """Message prefixes of recently used threads (a continued thread reads only what is new)."""
+    agent_name: str = "agent"
+    """The agent's name (shown in the paths of its sub-agents' requests)."""
 
     def allows_approve(self, tool_name: str) -> bool:
         """Whether every middleware lets ``tool_name`` be approved (for cross-tool edits)."""

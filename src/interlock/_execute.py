@@ -19,6 +19,7 @@ from inspect import isawaitable
 from typing import Any
 
 from ._deps import RunDeps
+from ._subagents import wait_for_child
 from ._texts import (
     RESULT_PREVIEW,
     SYSTEM,
@@ -30,6 +31,7 @@ from ._texts import (
 )
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
+from .authz import starter_of
 from .decisions import PendingCall
 from .errors import InterlockError, StorageError
 from .events import ToolFinished, ToolStarted
@@ -38,7 +40,8 @@ from .interrupts import PauseRun, enter_scope, exit_scope
 from .leases import local_run
 from .messages import AssistantMessage, ToolMessage
 from .middleware import BoundMiddleware, Middleware, ToolCallHandler, ToolCallRequest, bind
-from .storage.base import FINAL_STATES, CallState, JournalEntry, ReviewSettings
+from .storage.base import FINAL_STATES, CallState, JournalEntry, ParentLink, ReviewSettings
+from .subagents import CALLER, Caller, ChildWaiting
 from .text import storable_result
 from .tools import ArgumentError, ToolContext, ToolError, result_to_text
 
@@ -129,9 +132,14 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
                             attempt=attempt),
     )
     token = enter_scope(e.answers)
+    caller = CALLER.set(Caller(
+        ParentLink(thread_id=txn.thread_id, tool_call_id=e.tool_call_id, tool_name=call.name,
+                   agent=deps.agent_name),
+        starter_of(txn.t), txn.t.created_by))
     try:
         tool_task = asyncio.ensure_future(deps.tool_handler(request))
     finally:
+        CALLER.reset(caller)
         exit_scope(token)
     try:
         async with txn.keep_lease():
@@ -142,6 +150,10 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
         txn.stage(journal=[waiting])
         txn.raise_question(pause.value, origin="tool", tool_call_id=e.tool_call_id)
         await txn.flush()
+        return
+    except ChildWaiting as child:
+        await wait_for_child(txn, deps, running.model_copy(update={"paused_from": e.state}),
+                             child.state)
         return
     except asyncio.CancelledError:
         if tool_task.done() and not tool_task.cancelled():
@@ -262,10 +274,12 @@ async def _store_result_once(txn: ThreadTxn, running: JournalEntry, msg: ToolMes
     close: dict[str, Any] = {}
     if all(x.state in FINAL_STATES and x.result is not None for x in entries):
         close = {"messages": [x.result for x in entries], "turn": None, "hooks": None}
+    child = {"child_thread_id": running.child_thread} if running.child_thread else {}
     await txn.commit(journal=[done], audit=[AuditItem(
         AuditKind.TOOL_FINISHED, SYSTEM, running.tool_call_id,
         {"name": call.name, "status": msg.status, "result": msg.content[:RESULT_PREVIEW],
-         "result_chars": len(msg.content), "result_sha256": digest(msg.content)})], **close)
+         "result_chars": len(msg.content), "result_sha256": digest(msg.content), **child})],
+        **close)
     await txn.emit(ToolFinished(txn.thread_id, msg))
 
 

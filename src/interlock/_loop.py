@@ -18,8 +18,10 @@ from __future__ import annotations
 from inspect import isawaitable
 
 from ._decide import ResumeSpec, apply_resume, expire_due, raise_if_answered
+from ._delegate import route, settle_waiting
 from ._deps import RunDeps
 from ._execute import execute, handle_unknown, known_outcome, store_outcome
+from ._subagents import child_state, has_waiting, plan
 from ._texts import SYSTEM, digest
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
@@ -37,6 +39,7 @@ from .errors import (
     InterlockError,
     RunLimitExceeded,
     StaleInterrupt,
+    SubAgentThread,
     ThreadBusy,
     ThreadInterrupted,
 )
@@ -63,6 +66,7 @@ from .storage.base import (
     JournalEntry,
     ReviewSettings,
 )
+from .subagents import Caller
 from .text import escaped, storable_reply
 
 # ---------------------------------------------------------------------- entry steps
@@ -81,6 +85,7 @@ async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message],
     if txn.version is None:
         txn.stage(created_by=None if by is None else actor)
     else:
+        _not_a_child(txn, "send messages to the parent thread instead")
         check_post(by, facts_of(txn.t))
         if needs_recovery:
             await take_over(txn, deps)
@@ -108,12 +113,58 @@ async def start(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message],
     return await loop(txn, deps)
 
 
+async def start_child(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message],
+                      caller: Caller) -> RunResult:
+    """Start the thread of a sub-agent for the parent call ``caller``; a thread started for
+    that call before (the call runs again after a crash) is continued, never started over."""
+    await txn.load(create=True)
+    if txn.version is not None:
+        if txn.t.parent != caller.link:
+            raise SubAgentThread(
+                txn.thread_id, caller.link.thread_id, caller.link.tool_call_id,
+                "a thread with this id exists and was not started by that call; rename the "
+                "thread it collides with.")
+        txn.reset()
+        return await recover(txn, deps)
+    link = caller.link
+    first = txn.t.message_count
+    posted = [AuditItem(AuditKind.MESSAGE_POSTED, SYSTEM, None,
+                        {"seq": first + n, "role": m.role,
+                         "sha256": digest(m.model_dump(mode="json"))})
+              for n, m in enumerate(new_messages)]
+    txn.stage(messages=new_messages, status="running", created_by=caller.created_by,
+              parent=link, preview=next((m.content[:200] for m in new_messages
+                                         if isinstance(m, UserMessage)), ""),
+              **starter_fields(caller.starter),
+              audit=[*posted, AuditItem(AuditKind.SUBAGENT_STARTED, SYSTEM, None, {
+                  "parent_thread_id": link.thread_id, "parent_tool_call_id": link.tool_call_id,
+                  "tool_name": link.tool_name, "parent_agent": link.agent}),
+                  AuditItem(AuditKind.RUN_STARTED, actor_of(caller.starter), None,
+                            {"trigger": "subagent"})])
+    return await loop(txn, deps)
+
+
+_DECIDE_ON_PARENT = ("decide its requests on the parent thread, where they are shown with the "
+                     "same interrupt ids: agent.resume(<parent thread>, ..., interrupt_id=...)")
+
+
+def _not_a_child(txn: ThreadTxn, what: str, spec: ResumeSpec | None = None) -> None:
+    """A sub-agent's thread is driven only through its parent."""
+    link = txn.t.parent
+    if link is not None and (spec is None or spec.routed_from != link.thread_id):
+        raise SubAgentThread(txn.thread_id, link.thread_id, link.tool_call_id, what + ".")
+
+
 async def recover(txn: ThreadTxn, deps: RunDeps) -> RunResult:
-    """Continue a thread that stopped mid-run (crash, failed model call, ...)."""
+    """Continue a thread that stopped mid-run (crash, failed model call, ...). A thread
+    waiting for sub-agents settles them (see :mod:`interlock._delegate`)."""
     if await txn.load():
         return await take_over(txn, deps)
     if (continued := await expire_and_continue(txn, deps)) is not None:
         return continued
+    if has_waiting(txn):
+        await txn.commit(status="running", error=None)
+        return await loop(txn, deps)
     if txn.t.pending:
         return await finish_interrupted(txn)
     if txn.t.status == "failed":
@@ -164,7 +215,15 @@ async def resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> RunResult:
         needs = await txn.load()
     except ThreadBusy:
         raise_if_answered(txn, spec)  # the winner is still running: the id tells us
+        if txn.snap is None:
+            raise
+        _not_a_child(txn, _DECIDE_ON_PARENT, spec)
+        if (routes := plan(txn, spec)) is not None:
+            # a request of a sub-agent: its thread is not the one busy here
+            await route(txn, deps, spec, routes, claim=False)
+            return await settle_after(txn, deps)
         raise
+    _not_a_child(txn, _DECIDE_ON_PARENT, spec)
     if needs:
         before = {i.id for i in txn.t.pending}
         await take_over(txn, deps)
@@ -181,15 +240,35 @@ async def resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> RunResult:
         # every pending call expired and the run went on: this answer came too late
         raise StaleInterrupt(txn.thread_id, spec.interrupt_id or next(iter(before_ids), ""),
                              [i.id for i in txn.t.pending])
+    if (routes := plan(txn, spec)) is not None:
+        if await route(txn, deps, spec, routes, claim=True):
+            return await loop(txn, deps)
+        return await settle_after(txn, deps)
     await apply_resume(txn, deps, spec)
+    if spec.claim is not None:
+        await spec.claim(child_state(txn, deps.agent_name))
     return await loop(txn, deps)
+
+
+async def settle_after(txn: ThreadTxn, deps: RunDeps) -> RunResult:
+    """After a routed resume that could not take this thread: settle it if nobody holds it
+    now (whoever does reads the child when it settles)."""
+    txn.reset()
+    try:
+        return await recover(txn, deps)
+    except ThreadBusy:
+        return txn.result()
 
 
 async def expire(txn: ThreadTxn, deps: RunDeps) -> RunResult | None:
     """Apply deadlines to one interrupted thread; the run continues when nothing is left to
     decide. None: nothing expired."""
     await txn.load()
-    if not await expire_due(txn):
+    expired = await expire_due(txn)
+    if has_waiting(txn):  # its sub-agents apply their own deadlines
+        await txn.commit(status="running")
+        return await loop(txn, deps)
+    if not expired:
         return None
     if txn.t.pending:
         return txn.result()
@@ -208,6 +287,12 @@ async def expire_and_continue(txn: ThreadTxn, deps: RunDeps) -> RunResult | None
 
 
 async def finish_interrupted(txn: ThreadTxn) -> RunResult:
+    if txn.children_busy:
+        # a sub-agent is advanced elsewhere: "running" without a lease, so that the next
+        # settle or recovery reads its outcome even if its process stops
+        if txn.t.status != "running" or txn.t.lease_owner is not None:
+            await txn.commit(status="running", hold_lease=False)
+        return txn.result()
     if txn.t.status != "interrupted" or txn.t.lease_owner is not None:
         await txn.commit(status="interrupted", hold_lease=False)
     return txn.result()
@@ -308,6 +393,8 @@ async def advance_turn(txn: ThreadTxn, deps: RunDeps) -> bool:
     hooks = txn.t.hooks
     if hooks is not None and not hooks.done and await run_hooks(txn, deps, message, hooks):
         return True
+    txn.children_busy = False
+    waiting = has_waiting(txn)
     await handle_unknown(txn, deps, message)
     for call in message.tool_calls:
         e = txn.s.journal.get(call.id)
@@ -315,6 +402,10 @@ async def advance_turn(txn: ThreadTxn, deps: RunDeps) -> bool:
             await execute(txn, deps, e)
     if txn.t.turn is None:  # the last call's result closed the turn (see execute)
         return False
+    if waiting:
+        await settle_waiting(txn, deps)
+        if txn.t.turn is None:
+            return False
     entries = [txn.s.journal[c.id] for c in message.tool_calls]
     if any(e.state not in FINAL_STATES for e in entries):
         return True

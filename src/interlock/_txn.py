@@ -110,6 +110,17 @@ class ThreadTxn:
         self._events: list[Event] = []
         self._lock = asyncio.Lock()
         self._stored_told = False
+        self.children_busy = False
+        """A sub-agent thread this run waits for is advanced by another process right now:
+        the thread is left ``running`` without a lease (see :mod:`interlock._subagents`)."""
+
+    def reset(self) -> None:
+        """Forget the loaded thread and everything staged (to load it afresh)."""
+        self.snap = None
+        self.version = None
+        self._stored = None
+        self.holding = False
+        self._messages, self._journal, self._audit, self._events = [], {}, [], []
 
     # ------------------------------------------------------------------ reading
 
@@ -138,7 +149,8 @@ class ThreadTxn:
     def result(self) -> RunResult:
         t = self.t
         messages = list(self.s.messages)
-        if t.pending:
+        if t.pending or (t.turn is not None and t.status == "running" and not t.lease_owner):
+            # (an open turn without requests: its sub-agents are being advanced elsewhere)
             return RunResult(self.thread_id, "interrupted", messages,
                              [public_interrupt(i) for i in t.pending])
         last = messages[-1] if messages else None
@@ -414,8 +426,8 @@ class ThreadTxn:
                 last = self._stage_review([call], [call], reason, "per_call",
                                           list(self.t.pending))
             return last
-        existing = next((i for i in self.t.pending
-                         if i.kind == "review" and i.origin != "per_call"), None)
+        existing = next((i for i in self.t.pending if i.kind == "review"
+                         and i.origin != "per_call" and i.path is None), None)
         merged = [*(self.review_calls(existing) if existing else []), *calls]
         order = {c.id: n for n, c in enumerate(self.turn_message().tool_calls)}
         merged.sort(key=lambda p: order.get(p.request.tool_call_id, 0))

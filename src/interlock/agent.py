@@ -16,6 +16,7 @@ from ._deps import RunDeps
 from ._engine import Step, T, perform
 from ._execute import build_tool_handler
 from ._snapshots import DEFAULT_THREADS, SnapshotCache
+from ._subagents import child_state, state_of
 from ._sync import iterate_blocking, run_blocking
 from ._texts import public_interrupt
 from ._txn import Sink, ThreadTxn
@@ -33,6 +34,8 @@ from .errors import (
     ConfigurationError,
     InterlockError,
     InterlockWarning,
+    SubAgentMismatch,
+    SubAgentThread,
     ThreadBusy,
     ThreadNotFound,
 )
@@ -50,16 +53,22 @@ from .storage.base import (
     AuditRecord,
     Checkpointer,
     JournalEntry,
+    ParentLink,
     RememberedApproval,
     ThreadRecord,
 )
 from .storage.memory import MemoryCheckpointer
+from .subagents import Caller, ChildState, SubAgentTool
 from .text import check_input, text_problem
 from .tools import Tool, ToolSource
 
 log = logging.getLogger("interlock")
 
 _UNSET: Any = object()
+_MAX_DEPTH = 64
+"""How far up the parents of a sub-agent's thread are followed."""
+_ROW_ONLY = 2**62
+"""``load(after_seq=...)`` past every message: the thread row and the open turn only."""
 
 
 @dataclass(frozen=True)
@@ -223,11 +232,23 @@ class Agent:
         if len({id(m) for m in self.middleware}) != len(self.middleware):
             raise ConfigurationError("The same middleware instance is listed twice.")
         self._bound = [bind(mw, list(self.tools_by_name)) for mw in self.middleware]
+        subagents = [t for t in self.tools if isinstance(t, SubAgentTool)]
+        if checkpointer is None and subagents:
+            checkpointer = subagents[0].runner.checkpointer  # their threads live with ours
         if checkpointer is None:
             checkpointer = MemoryCheckpointer()
             log.info("Agent %r: no checkpointer given, using MemoryCheckpointer (not durable)",
                      name)
         self.checkpointer: Checkpointer = checkpointer
+        for sub in subagents:
+            if sub.runner.checkpointer is not checkpointer:
+                raise SubAgentMismatch(
+                    f"Agent {name!r}: the sub-agent tool {sub.name!r} (agent "
+                    f"{sub.runner.name!r}) keeps its threads in {sub.runner.checkpointer!r}, "
+                    f"this agent in {checkpointer!r}. A sub-agent's thread is recovered, "
+                    f"decided and cancelled through its parent's, so both must use the same "
+                    f"checkpointer object: pass checkpointer=... the same store to both."
+                )
         if max_turns < 1:
             raise ConfigurationError("max_turns must be at least 1.")
         self.system_prompt = system_prompt
@@ -250,6 +271,43 @@ class Agent:
             f"tools={[t.name for t in self.tools]}, checkpointer={self.checkpointer!r})"
         )
 
+    def as_tool(self, *, name: str | None = None, description: str | None = None) -> Tool:
+        """This agent as a tool of another agent (on the same checkpointer).
+
+        The tool takes one argument, ``task`` (the child's user message), and returns the
+        child's final answer. Each call runs the child in its own thread, whose id is
+        derived from the parent's thread and call (:func:`interlock.subagents.child_thread_id`).
+        When the child pauses, the parent pauses too and shows the child's requests with their
+        path; decide them on the parent thread. See docs/subagents.md."""
+        return SubAgentTool(
+            _ChildRunner(self), name=name or self.name,
+            description=description if description is not None else
+            f"Give the {self.name} agent a task; it works on it with its own tools and "
+            f"answers with its result.")
+
+    async def _root(self, thread_id: str) -> str:
+        """The thread that drives ``thread_id``: itself, or for a sub-agent's thread the
+        top-most parent (which this agent must be the agent of)."""
+        chain: list[ParentLink] = []
+        tid = _known(thread_id)
+        while len(chain) < _MAX_DEPTH:
+            snap = await self.checkpointer.load(tid, after_seq=_ROW_ONLY)
+            if snap is None or snap.thread.parent is None:
+                break
+            chain.append(snap.thread.parent)
+            tid = snap.thread.parent.thread_id
+        agent: Agent = self
+        for link in reversed(chain):
+            tool = agent.tools_by_name.get(link.tool_name)
+            if not (isinstance(tool, SubAgentTool) and isinstance(tool.runner, _ChildRunner)):
+                raise SubAgentThread(
+                    thread_id, chain[0].thread_id, chain[0].tool_call_id,
+                    f"it is settled through thread {tid!r}, run by agent {chain[-1].agent!r} "
+                    f"with the sub-agent tool {chain[-1].tool_name!r}; use that agent (agent "
+                    f"{self.name!r} is not it).")
+            agent = tool.runner.agent
+        return tid
+
     def allows_approve(self, tool_name: str) -> bool:
         """Whether every review policy lets ``tool_name`` be approved (for cross-tool edits)."""
         return self._deps().allows_approve(tool_name)
@@ -262,7 +320,7 @@ class Agent:
             middleware=self._bound, tool_handler=self.tool_handler,
             system_prompt=self.system_prompt, max_turns=self.max_turns, lease=self.lease,
             clock=self.clock, owner=self.owner, tool_grace=self.tool_grace,
-            snapshots=self._snapshots,
+            snapshots=self._snapshots, agent_name=self.name,
         )
 
     async def _perform(
@@ -400,8 +458,9 @@ class Agent:
 
     async def arecover(self, thread_id: str) -> RunResult:
         """Continue a thread that stopped mid-run (crash, failed model call). Calls that had
-        finished are never repeated; see the journal semantics in the docs."""
-        return await self._perform(thread_id, _loop.recover)
+        finished are never repeated; see the journal semantics in the docs. A sub-agent's
+        thread is recovered through its top-most parent thread (whose result is returned)."""
+        return await self._perform(await self._root(thread_id), _loop.recover)
 
     async def arecover_stale(self) -> list[RunResult]:
         """Recover every thread whose run stopped because its process is gone (status
@@ -434,7 +493,7 @@ class Agent:
         check_input(reason, "the cancel reason")
 
         async def step(txn: ThreadTxn, deps: RunDeps) -> RunResult:
-            await _decide.cancel(txn, reason, rv)
+            await _decide.cancel(txn, deps, reason, rv)
             return txn.result()
 
         return await self._perform(thread_id, step)
@@ -453,7 +512,12 @@ class Agent:
             for thread_id in due:
                 tried.add(thread_id)
                 try:
-                    result = await self._perform(thread_id, _loop.expire)
+                    root = await self._root(thread_id)  # a sub-agent's: through its parent
+                    if root != thread_id:
+                        if root in tried:
+                            continue
+                        tried.add(root)
+                    result = await self._perform(root, _loop.expire)
                 except InterlockError as exc:
                     log.warning("expiry of thread %r skipped: %s", thread_id, exc)
                     continue
@@ -682,3 +746,50 @@ class Agent:
 
     def close(self) -> None:
         run_blocking(self.aclose(), "close")
+
+
+class _ChildRunner:
+    """An :class:`Agent` behind a sub-agent tool, as the run engine drives it
+    (:class:`interlock.subagents.ChildRunner`)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
+
+    @property
+    def checkpointer(self) -> Checkpointer:
+        return self.agent.checkpointer
+
+    async def _state(self, thread_id: str,
+                     run: Callable[[ThreadTxn, RunDeps], Awaitable[object]]) -> ChildState:
+        async def step(txn: ThreadTxn, deps: RunDeps) -> ChildState:
+            await run(txn, deps)
+            return child_state(txn, self.agent.name)
+
+        return await self.agent._perform(thread_id, step)
+
+    async def start_child(self, thread_id: str, task: str, caller: Caller) -> ChildState:
+        messages: list[Message] = [UserMessage(content=task)]
+        return await self._state(
+            thread_id, lambda txn, deps: _loop.start_child(txn, deps, messages, caller))
+
+    async def resume_child(self, thread_id: str, spec: Any) -> ChildState:
+        assert isinstance(spec, ResumeSpec)
+        return await self._state(thread_id, lambda txn, deps: _loop.resume(txn, deps, spec))
+
+    async def settle_child(self, thread_id: str) -> ChildState:
+        try:
+            return await self._state(thread_id, _loop.recover)
+        except ThreadBusy:
+            snap = await self.agent.checkpointer.load(thread_id)
+            if snap is None:
+                raise ThreadNotFound(thread_id) from None
+            return state_of(snap, self.agent.name, busy=True)
+
+    async def cancel_child(self, thread_id: str, reason: str | None,
+                           reviewer: Reviewer | None) -> None:
+        await self.agent._perform(thread_id, lambda txn, deps: _decide.cancel(
+            txn, deps, reason, reviewer, routed=True))

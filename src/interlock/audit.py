@@ -59,6 +59,15 @@ class AuditKind(StrEnum):
     RETRY_IDEMPOTENT = "retry_idempotent"
     RECOVERED = "recovered"
     """A run whose owner was gone was taken over."""
+    SUBAGENT_STARTED = "subagent_started"
+    """A sub-agent's thread was created for a call of another thread (data: the parent thread,
+    call and tool)."""
+    SUBAGENT_WAITING = "subagent_waiting"
+    """A call of this thread waits for its sub-agent's thread (data: the child thread and the
+    requests it shows here)."""
+    DECISION_ROUTED = "decision_routed"
+    """A decision or answer given on this thread was passed to the sub-agent thread that
+    raised the request (data: interrupt id, child thread, path)."""
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 """The encoder of the hashed form (built once: ``json.dumps`` with options builds one per call)."""

@@ -22,7 +22,7 @@ from .storage.base import AuditRecord, CallState, Checkpointer, JournalEntry
 HEAD_FORMAT: Literal["interlock-audit-head/1"] = "interlock-audit-head/1"
 _PAGE = 5000
 _RAN = frozenset({CallState.APPROVED, CallState.EDITED, CallState.RUNNING, CallState.INTERRUPTED,
-                  CallState.SUCCEEDED, CallState.FAILED, CallState.UNKNOWN})
+                  CallState.SUCCEEDED, CallState.FAILED, CallState.UNKNOWN, CallState.WAITING})
 """States in which a reviewer-approved call will run, runs or ran."""
 
 

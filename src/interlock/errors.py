@@ -4,6 +4,7 @@
 
     InterlockError
     ├── ConfigurationError        bad Agent / policy / tool configuration (fix the code)
+    │   └── SubAgentMismatch      a sub-agent (Agent.as_tool) on another checkpointer
     ├── MissingDependency         an optional extra is not installed
     ├── ThreadNotFound            no thread with that id
     ├── ThreadInterrupted         new input sent while the thread waits for a decision
@@ -14,6 +15,7 @@
     ├── ConcurrencyError          another process or reviewer changed the thread first
     │   ├── InterruptConflict     another resume of the same interrupt won
     │   └── ThreadBusy            another process is advancing the thread right now
+    ├── SubAgentThread            the thread belongs to a sub-agent: act on its parent
     ├── RunLimitExceeded          the model kept calling tools past ``max_turns``
     ├── ModelError                the model provider failed; the thread is unchanged
     ├── NotAuthorized             a reviewer without the required role
@@ -39,6 +41,11 @@ class InterlockWarning(UserWarning):
 
 class ConfigurationError(InterlockError, ValueError):
     """The agent, a tool or a policy is configured wrongly."""
+
+
+class SubAgentMismatch(ConfigurationError):
+    """An agent used as a tool (``Agent.as_tool``) must keep its threads in the same
+    checkpointer as the agent that calls it."""
 
 
 class MissingDependency(InterlockError, ImportError):
@@ -165,6 +172,20 @@ class ThreadBusy(ConcurrencyError):
         self.thread_id = thread_id
         self.owner = owner
         self.here = here
+
+
+class SubAgentThread(InterlockError):
+    """The thread is run by a sub-agent (``Agent.as_tool``) for a call of another thread:
+    it is started, decided, cancelled and recovered through that parent thread."""
+
+    def __init__(self, thread_id: str, parent_id: str, tool_call_id: str, problem: str,
+                 ) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} is a sub-agent's thread, run for call {tool_call_id!r} of "
+            f"thread {parent_id!r}: {problem}"
+        )
+        self.thread_id = thread_id
+        self.parent_id = parent_id
 
 
 class RunLimitExceeded(InterlockError):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .errors import ConfigurationError
+from .interrupts import PathStep
 from .messages import ToolCall
 from .middleware import DECISION_TYPES, DecisionType, Middleware, ModelTurn
 
@@ -29,6 +30,10 @@ class ActionRequest(BaseModel):
     description: str
     reason: str | None = None
     """Why the call pauses when it is not the plain policy: e.g. ``outcome_unknown``."""
+    path: list[PathStep] | None = None
+    """For a call of a sub-agent shown in its parent's request: the steps from the parent's
+    thread to this call, the last one being this call itself in the sub-agent's thread
+    (see :class:`~interlock.interrupts.PathStep`). ``None``: a call of this thread."""
 
 
 class ApprovalRecord(BaseModel):

@@ -12,6 +12,22 @@ from pydantic import BaseModel, ConfigDict
 InterruptKind = Literal["review", "input"]
 
 
+class PathStep(BaseModel):
+    """One step of the way from a thread to a request raised inside a sub-agent
+    (:meth:`interlock.Agent.as_tool`): in thread ``thread_id``, run by the agent named
+    ``agent``, the call ``tool_call_id`` of tool ``tool_name``.
+
+    A path lists the steps from the thread that shows the request down to where the request
+    was raised: for a call of a child agent ``[orchestrator's sub-agent call, child's gated
+    call]``, for a grandchild's call three steps. The last step of a review interrupt's own
+    path names the thread that raised it without a call (``tool_call_id`` ``None``)."""
+
+    thread_id: str
+    agent: str
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+
 class Interrupt(BaseModel):
     """A durable pause of a thread.
 
@@ -31,6 +47,10 @@ class Interrupt(BaseModel):
     origin: str | None = None
     """``tool`` or ``after_model:<middleware>``, for ``input`` interrupts; ``per_call`` for a
     review interrupt that holds one call (``HumanInTheLoop(interrupt_mode="per_call")``)."""
+    path: list[PathStep] | None = None
+    """For a request raised inside a sub-agent and shown here: the steps from this thread to
+    the thread that raised it (``path[0].tool_call_id`` is this thread's sub-agent call).
+    ``None``: this thread's own request. The id is the same at every level."""
 
 
 class PauseRun(BaseException):

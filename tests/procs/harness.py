@@ -68,3 +68,14 @@ class LineProcess:
                 stream.close()
         self._sel.close()
         return self.proc.returncode
+
+
+def race_round(workers: list[LineProcess], task: str) -> list[str]:
+    """Arm every worker with the ``task`` line, then release them together; their answers."""
+    for w in workers:
+        w.send(task)
+    for w in workers:
+        assert w.recv(60) == "armed"
+    for w in workers:
+        w.send("go")
+    return [w.recv(120) for w in workers]

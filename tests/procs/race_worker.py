@@ -10,19 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from common import build_agent
 
-from interlock import InterruptConflict
+from interlock import Agent, InterruptConflict, RunResult
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--db", required=True)
-    p.add_argument("--effects", required=True, type=Path)
-    a = p.parse_args()
-    agent = build_agent(a.db, a.effects)
+def serve(agent: Agent, won: Callable[[RunResult], bool]) -> None:
+    """Answer ``task`` / ``go`` / ``quit`` lines on stdin: ``go`` approves the armed interrupt
+    and prints ``result won`` (when ``won(result)``), ``result conflict <where>`` or
+    ``result error ...``."""
     agent.list_threads(limit=1)  # open the connection (and check the schema) before racing
     print("ready", flush=True)
     task: tuple[str, str] | None = None
@@ -38,7 +37,7 @@ def main() -> None:
             thread, interrupt_id = task
             try:
                 result = agent.resume(thread, [{"type": "approve"}], interrupt_id=interrupt_id)
-                outcome = "won" if result.status == "completed" else f"error status {result}"
+                outcome = "won" if won(result) else f"error status {result}"
             except InterruptConflict as exc:
                 # where the loser found out: "commit" (compare-and-set failed) or
                 # "_raise_if_answered" (it loaded after the winner's decision)
@@ -47,6 +46,14 @@ def main() -> None:
                 outcome = f"error {type(exc).__name__}: {exc}".replace("\n", " ")
             print(f"result {outcome}", flush=True)
     agent.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--db", required=True)
+    p.add_argument("--effects", required=True, type=Path)
+    a = p.parse_args()
+    serve(build_agent(a.db, a.effects), lambda result: result.status == "completed")
 
 
 if __name__ == "__main__":

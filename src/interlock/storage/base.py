@@ -54,6 +54,9 @@ class CallState(StrEnum):
     FAILED = "failed"
     UNKNOWN = "unknown"
     """The process stopped while the call was ``running``: the outcome is not known."""
+    WAITING = "waiting"
+    """The call runs a sub-agent (``Agent.as_tool``) whose thread waits for someone; its
+    result is the sub-agent's final answer (see ``JournalEntry.child_thread``)."""
     CANCELLED = "cancelled"
     EXPIRED = "expired"
 
@@ -163,6 +166,17 @@ class DecisionRecord(_Record):
     tool_call_id: str | None = None
 
 
+class ParentLink(_Record):
+    """Where a sub-agent's thread comes from: the call ``tool_call_id`` of tool ``tool_name``
+    in thread ``thread_id``, run by the agent named ``agent``. Its requests are decided, and
+    the thread is recovered, cancelled and expired, through that thread."""
+
+    thread_id: str
+    tool_call_id: str
+    tool_name: str
+    agent: str
+
+
 class ThreadRecord(BaseModel):
     thread_id: str
     status: ThreadStatus = "idle"
@@ -203,6 +217,8 @@ class ThreadRecord(BaseModel):
     to runs started by an identity that may post to the thread (:mod:`interlock.authz`)."""
     deciders: list[str] = Field(default_factory=list)
     """Reviewers who decided one of the thread's calls (they may read it)."""
+    parent: ParentLink | None = None
+    """Set on the thread of a sub-agent (``Agent.as_tool``): the parent's call that runs it."""
 
 
 class JournalEntry(BaseModel):
@@ -230,6 +246,8 @@ class JournalEntry(BaseModel):
     result: ToolMessage | None = None
     attempts: int = 0
     updated_at: datetime
+    child_thread: str | None = None
+    """For a call of a sub-agent (``Agent.as_tool``): the thread the sub-agent runs in."""
 
     @property
     def proposed(self) -> ToolCall:

@@ -1,0 +1,260 @@
+"""Agents inside agents (issue 18): a sub-agent's requests surface in its parent, decisions
+given on the parent are applied by the child's rules, the child's answer becomes the parent's
+tool result; parallel children, depth 2, cancel and expiry. Every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from conftest import StoreFactory
+from interlock import (
+    Agent,
+    CallState,
+    HITLRequest,
+    InterruptConflict,
+    InvalidDecision,
+    MemoryCheckpointer,
+    NotAuthorized,
+    PathStep,
+    Reviewer,
+    ScriptedModel,
+    StaleInterrupt,
+    SubAgentMismatch,
+    SubAgentThread,
+)
+from interlock.subagents import child_thread_id
+from procs.subagent_team import Effects, build_chain, build_team
+from transcript import assert_valid_transcript, tool_results
+
+
+def _by_tool(result_interrupts: list) -> dict[str, object]:  # type: ignore[type-arg]
+    """The parent's pending interrupts keyed by the name of the child's gated tool."""
+    out = {}
+    for i in result_interrupts:
+        if i.kind == "review":
+            out[i.value.action_requests[0].name] = i
+        else:
+            out[i.path[-1].tool_name] = i
+    return out
+
+
+def test_parallel_children_pause_and_resume_independently(stores: StoreFactory) -> None:
+    effects = Effects()
+    orch, _, _ = build_team(stores(), effects)
+    first = orch.invoke("clean up", thread_id="o1")
+
+    # both children paused, the parent shows both requests as its own, with their paths
+    assert first.interrupted
+    pending = _by_tool(first.interrupts)
+    assert set(pending) == {"delete_file", "drop_table"}
+    r_thread = child_thread_id("o1", "ask_researcher")
+    d_thread = child_thread_id("o1", "ask_dba")
+    assert r_thread == "o1@ask_researcher"
+    req = pending["delete_file"].value
+    assert isinstance(req, HITLRequest)
+    action = req.action_requests[0]
+    assert action.args == {"path": "notes.txt"}
+    assert action.path == [
+        PathStep(thread_id="o1", agent="orchestrator", tool_call_id="ask_researcher",
+                 tool_name="researcher"),
+        PathStep(thread_id=r_thread, agent="researcher", tool_call_id=action.tool_call_id,
+                 tool_name="delete_file")]
+    assert pending["delete_file"].path == [
+        PathStep(thread_id="o1", agent="orchestrator", tool_call_id="ask_researcher",
+                 tool_name="researcher"),
+        PathStep(thread_id=r_thread, agent="researcher")]
+    # the child's own policy shapes the request: dba allows no respond, no remembering
+    dba_req = pending["drop_table"].value
+    assert dba_req.review_configs[0].allowed_decisions == ["approve", "edit", "reject"]
+    assert dba_req.review_configs[0].allow_remember is False
+    # the ids are the child's
+    assert {i.id for i in orch.get_thread(r_thread).interrupts} == {pending["delete_file"].id}
+    assert orch.get_thread("o1").status == "interrupted"
+    assert orch.get_thread(r_thread).thread_id == r_thread
+    assert effects.counts() == {}
+
+    # the child's rules validate the decision: dba does not allow "respond"
+    with pytest.raises(InvalidDecision, match="respond"):
+        orch.resume("o1", [{"type": "respond", "message": "x"}],
+                    interrupt_id=pending["drop_table"].id)
+    with pytest.raises(InvalidDecision, match="remember"):
+        orch.resume("o1", [{"type": "approve", "remember": "thread"}],
+                    interrupt_id=pending["drop_table"].id)
+
+    # approving the researcher's call runs only that tool, once; the parent waits for dba
+    second = orch.resume("o1", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+    assert second.interrupted
+    assert [i.id for i in second.interrupts] == [pending["drop_table"].id]
+    assert effects.counts() == {"delete_file": 1}
+    assert orch.get_thread(r_thread).status == "completed"
+    journal = {e.tool_call_id: e for e in orch.journal("o1")}
+    assert journal["ask_researcher"].state == CallState.SUCCEEDED
+    assert journal["ask_researcher"].result is not None
+    assert journal["ask_researcher"].result.content == "researcher: deleted notes.txt"
+    assert journal["ask_dba"].state == CallState.WAITING
+    assert journal["ask_dba"].child_thread == d_thread
+
+    # a decided request cannot be decided again through the parent
+    with pytest.raises(InterruptConflict):
+        orch.resume("o1", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+
+    # rejecting dba's call with a message: the child gets the message, the parent finishes
+    final = orch.resume("o1", [{"type": "reject", "message": "not the users table"}],
+                        interrupt_id=pending["drop_table"].id)
+    assert final.status == "completed"
+    assert effects.counts() == {"delete_file": 1}
+    assert final.output is not None
+    assert "researcher=researcher: deleted notes.txt" in final.output
+    assert "not the users table" in final.output
+    dba_messages = orch.get_thread(d_thread).messages
+    rejected = list(tool_results(dba_messages).values())
+    assert len(rejected) == 1 and rejected[0].status == "error"
+    assert "not the users table" in rejected[0].content
+
+    # transcripts of both levels are valid; each call has exactly one result
+    for thread in ("o1", r_thread, d_thread):
+        assert_valid_transcript(orch.get_thread(thread).messages)
+    assert set(tool_results(final.messages)) == {"ask_researcher", "ask_dba"}
+    assert orch.get_thread("o1").interrupts == []
+
+
+def test_edit_in_a_child_runs_the_edited_call(stores: StoreFactory) -> None:
+    effects = Effects()
+    orch, _, _ = build_team(stores(), effects)
+    pending = _by_tool(orch.invoke("clean up", thread_id="o2").interrupts)
+    call_id = pending["drop_table"].value.action_requests[0].tool_call_id
+    edit = {"type": "edit", "edited_action": {"name": "drop_table", "args": {"name": "tmp"}}}
+    # decisions may also be given as a mapping by the child's tool call id
+    orch.resume("o2", {call_id: edit}, interrupt_id=pending["drop_table"].id)
+    assert effects.all() == [f"drop_table|o2@ask_dba|{call_id}|tmp"]
+    final = orch.resume("o2", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+    assert final.status == "completed"
+    assert effects.counts() == {"drop_table": 1, "delete_file": 1}
+    assert "dba=dba:" in (final.output or "") and "tmp" in (final.output or "")
+
+
+def test_child_roles_apply_to_decisions_on_the_parent(stores: StoreFactory) -> None:
+    effects = Effects()
+    orch, _, _ = build_team(stores(), effects, reviewers=["dba"])
+    pending = _by_tool(orch.invoke("clean up", thread_id="o3").interrupts)
+    assert pending["drop_table"].value.review_configs[0].reviewers == ["dba"]
+    with pytest.raises(NotAuthorized):
+        orch.resume("o3", [{"type": "approve"}], interrupt_id=pending["drop_table"].id,
+                    reviewer=Reviewer("mallory", roles=["dev"]))
+    assert effects.counts() == {}
+    orch.resume("o3", [{"type": "approve"}], interrupt_id=pending["drop_table"].id,
+                reviewer=Reviewer("dora", roles=["dba"]))
+    assert effects.counts() == {"drop_table": 1}
+    decision = [r for r in orch.audit("o3@ask_dba") if r.kind == "decision"]
+    assert [(r.actor, r.data["via_thread_id"]) for r in decision] == [("dora", "o3")]
+    routed = [r for r in orch.audit("o3") if r.kind == "decision_routed"]
+    assert [(r.actor, r.data["child_thread_id"]) for r in routed] == [("dora", "o3@ask_dba")]
+
+
+def test_depth_two_question_at_the_bottom_answered_on_the_top(stores: StoreFactory) -> None:
+    effects = Effects()
+    boss, _, _ = build_chain(stores(), effects)
+    first = boss.invoke("do the kitchen", thread_id="b1")
+    assert first.interrupted and len(first.interrupts) == 1
+    question = first.interrupts[0]
+    assert question.kind == "input"
+    assert question.value == {"question": "Which colour for the kitchen?"}
+    m_thread = child_thread_id("b1", "ask_manager")
+    manager_call = next(e for e in boss.journal(m_thread))
+    p_thread = child_thread_id(m_thread, manager_call.tool_call_id)
+    assert question.path is not None and len(question.path) == 3
+    assert [(s.thread_id, s.agent, s.tool_name) for s in question.path] == [
+        ("b1", "boss", "manager"), (m_thread, "manager", "painter"),
+        (p_thread, "painter", "paint")]
+    # same question id at every level
+    assert [i.id for i in boss.get_thread(m_thread).interrupts] == [question.id]
+    assert [i.id for i in boss.get_thread(p_thread).interrupts] == [question.id]
+
+    done = boss.resume("b1", value="green", interrupt_id=question.id)
+    assert done.status == "completed"
+    assert done.output == "boss: manager: painter: painted the kitchen green"
+    assert effects.counts() == {"paint": 1}
+    for thread in ("b1", m_thread, p_thread):
+        state = boss.get_thread(thread)
+        assert state.status == "completed" and state.interrupts == []
+        assert_valid_transcript(state.messages)
+    assert boss.get_thread(p_thread).messages[0].content == "kitchen"
+    answered = [r for r in boss.audit(p_thread) if r.kind == "input_answered"]
+    assert [r.data["via_thread_id"] for r in answered] == [m_thread]
+
+
+def test_a_child_thread_is_driven_only_through_its_parent(stores: StoreFactory) -> None:
+    effects = Effects()
+    orch, researcher, _ = build_team(stores(), effects)
+    pending = _by_tool(orch.invoke("clean up", thread_id="o4").interrupts)
+    r_thread = "o4@ask_researcher"
+    with pytest.raises(SubAgentThread, match="o4"):
+        researcher.resume(r_thread, [{"type": "approve"}])
+    with pytest.raises(SubAgentThread):
+        orch.resume(r_thread, [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+    with pytest.raises(SubAgentThread):
+        researcher.invoke("more", thread_id=r_thread)
+    with pytest.raises(SubAgentThread):
+        researcher.cancel(r_thread)
+    # recovering a child with the child's agent is refused: the parent's agent settles it
+    with pytest.raises(SubAgentThread, match="orchestrator"):
+        researcher.recover(r_thread)
+    assert effects.counts() == {}
+    assert orch.recover(r_thread).interrupted  # through the parent: nothing to do yet
+
+
+def test_cancel_propagates_to_children(stores: StoreFactory) -> None:
+    effects = Effects()
+    orch, _, _ = build_team(stores(), effects)
+    pending = _by_tool(orch.invoke("clean up", thread_id="o5").interrupts)
+    result = orch.cancel("o5", reason="changed my mind")
+    assert not result.interrupts
+    for thread in ("o5@ask_researcher", "o5@ask_dba"):
+        state = orch.get_thread(thread)
+        assert state.status == "idle" and state.interrupts == []
+        assert_valid_transcript(state.messages)
+    state = orch.get_thread("o5")
+    assert state.status == "idle" and state.interrupts == []
+    assert_valid_transcript(state.messages)
+    journal = {e.tool_call_id: e.state for e in orch.journal("o5")}
+    assert journal == {"ask_researcher": CallState.CANCELLED, "ask_dba": CallState.CANCELLED}
+    with pytest.raises(StaleInterrupt):
+        orch.resume("o5", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+    assert effects.counts() == {}
+
+
+def test_expiry_in_a_child_resolves_the_call_and_the_parent_continues(
+        stores: StoreFactory) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    effects = Effects()
+    store = stores()
+    orch, researcher, dba = build_team(store, effects, expires_after=timedelta(minutes=5))
+    for agent in (orch, researcher, dba):
+        agent.clock = lambda: now[0]
+    pending = _by_tool(orch.invoke("clean up", thread_id="o6").interrupts)
+    # the parent's request carries the child's deadline (the deadline index finds it)
+    assert pending["drop_table"].value.review_configs[0].expires_at is not None
+    orch.resume("o6", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+    assert orch.expire_due() == []
+    now[0] += timedelta(minutes=6)
+    results = orch.expire_due()
+    assert [r.thread_id for r in results] == ["o6"]
+    assert results[0].status == "completed"
+    assert "dba=dba:" in (results[0].output or "")
+    assert effects.counts() == {"delete_file": 1}
+    child = {e.tool_call_id: e.state for e in orch.journal("o6@ask_dba")}
+    assert list(child.values()) == [CallState.EXPIRED]
+    assert orch.get_thread("o6").status == "completed"
+    assert orch.expire_due() == []
+
+
+def test_a_sub_agent_must_share_the_checkpointer() -> None:
+    child = Agent(name="child", model=ScriptedModel(["x"]), checkpointer=MemoryCheckpointer())
+    with pytest.raises(SubAgentMismatch, match="same checkpointer"):
+        Agent(model=ScriptedModel(["y"]), tools=[child.as_tool()],
+              checkpointer=MemoryCheckpointer())
+    # without a checkpointer the parent uses its sub-agents'
+    parent = Agent(model=ScriptedModel(["y"]), tools=[child.as_tool()])
+    assert parent.checkpointer is child.checkpointer
