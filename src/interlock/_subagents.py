@@ -10,6 +10,8 @@ sub-agents (:mod:`interlock._delegate`); the child's thread stays the truth.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +20,7 @@ from ._deps import RunDeps
 from ._texts import SYSTEM
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
+from .decisions import is_decision
 from .errors import InvalidDecision
 from .hitl import HITLRequest
 from .interrupts import Interrupt, PathStep
@@ -112,6 +115,21 @@ async def wait_for_child(txn: ThreadTxn, deps: RunDeps, running: JournalEntry,
     await txn.flush()
 
 
+def _check_unambiguous(txn: ThreadTxn, pending: list[Interrupt], decisions: Any) -> None:
+    """Sub-agents number their calls on their own: a mapping ``{tool_call_id: decision}``
+    without ``interrupt_id`` must not name a call id that two pending requests have."""
+    if not isinstance(decisions, Mapping) or is_decision(decisions) or "decisions" in decisions:
+        return
+    seen = Counter(c.request.tool_call_id for i in pending if i.kind == "review"
+                   for c in txn.review_calls(i))
+    twice = sorted(k for k in decisions if seen[k] > 1)
+    if twice:
+        raise InvalidDecision(
+            txn.thread_id, f"call id(s) {twice} belong to more than one pending request (each "
+            f"sub-agent numbers its calls on its own); pass interrupt_id=... to say which "
+            f"request the decisions are for.")
+
+
 @dataclass(frozen=True)
 class Route:
     """The part of a resume that goes to the sub-agent of call ``call_id``."""
@@ -137,6 +155,8 @@ def plan(txn: ThreadTxn, spec: ResumeSpec) -> list[Route] | None:
     for iid, value in (spec.values or {}).items():
         kinds[iid], payload[iid] = "input", value
     if spec.decisions is not None:
+        if spec.interrupt_id is None:
+            _check_unambiguous(txn, pending, spec.decisions)
         several = None if spec.interrupt_id else _by_interrupt(txn, pending, spec)
         if several:
             for iid, value in several.items():

@@ -100,6 +100,8 @@ class ThreadState:
     metadata: dict[str, Any] = field(default_factory=dict)
     created_by: str | None = None
     """Who created the thread (``None``: the application); see :mod:`interlock.authz`."""
+    parent: ParentLink | None = None
+    """For a sub-agent's thread (``Agent.as_tool``): the parent call it runs for."""
 
 
 def _coerce_input(value: Any) -> list[Message]:
@@ -542,7 +544,7 @@ class Agent:
             interrupts=[public_interrupt(i) for i in t.pending], remembered=list(t.remembered),
             journal=sorted(snap.journal.values(), key=lambda e: e.position),
             created_at=t.created_at, updated_at=t.updated_at, error=t.error, preview=t.preview,
-            metadata=t.metadata, created_by=t.created_by,
+            metadata=t.metadata, created_by=t.created_by, parent=t.parent,
         )
 
     async def alist_threads(

@@ -12,6 +12,7 @@ from conftest import StoreFactory
 from interlock import (
     Agent,
     CallState,
+    Command,
     HITLRequest,
     InterruptConflict,
     InvalidDecision,
@@ -72,7 +73,11 @@ def test_parallel_children_pause_and_resume_independently(stores: StoreFactory) 
     # the ids are the child's
     assert {i.id for i in orch.get_thread(r_thread).interrupts} == {pending["delete_file"].id}
     assert orch.get_thread("o1").status == "interrupted"
-    assert orch.get_thread(r_thread).thread_id == r_thread
+    link = orch.get_thread(r_thread).parent
+    assert link is not None and (link.thread_id, link.tool_call_id, link.tool_name,
+                                 link.agent) == ("o1", "ask_researcher", "researcher",
+                                                 "orchestrator")
+    assert orch.get_thread("o1").parent is None
     assert effects.counts() == {}
 
     # the child's rules validate the decision: dba does not allow "respond"
@@ -126,10 +131,18 @@ def test_edit_in_a_child_runs_the_edited_call(stores: StoreFactory) -> None:
     pending = _by_tool(orch.invoke("clean up", thread_id="o2").interrupts)
     call_id = pending["drop_table"].value.action_requests[0].tool_call_id
     edit = {"type": "edit", "edited_action": {"name": "drop_table", "args": {"name": "tmp"}}}
+    # both children numbered their call the same way: a mapping without the interrupt id
+    # cannot say which one it means
+    assert call_id == pending["delete_file"].value.action_requests[0].tool_call_id
+    with pytest.raises(InvalidDecision, match="interrupt_id"):
+        orch.resume("o2", {call_id: edit})
+    assert effects.counts() == {}
     # decisions may also be given as a mapping by the child's tool call id
     orch.resume("o2", {call_id: edit}, interrupt_id=pending["drop_table"].id)
     assert effects.all() == [f"drop_table|o2@ask_dba|{call_id}|tmp"]
-    final = orch.resume("o2", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+    # LangChain's Command(resume={interrupt_id: ...}) on the parent reaches the child too
+    final = orch.invoke(Command(resume={pending["delete_file"].id: {
+        "decisions": [{"type": "approve"}]}}), thread_id="o2")
     assert final.status == "completed"
     assert effects.counts() == {"drop_table": 1, "delete_file": 1}
     assert "dba=dba:" in (final.output or "") and "tmp" in (final.output or "")
