@@ -165,7 +165,9 @@ def executions(exec_log: Path) -> list[tuple[str, str, int]]:
 async def post_decisions(base: str, pending: dict[str, str], clients: int,
                          decision: dict[str, Any] | None = None) -> tuple[float, Counter[int]]:
     """Every pending request decided through the API by ``clients`` concurrent clients;
-    returns the seconds until the last answer and the status codes."""
+    returns the seconds until the last answer and the status codes (-1: a connection that
+    broke, after which the request was sent again; -409: the answer to such a repeat when the
+    first one had been stored)."""
     todo: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
     for item in pending.items():
         todo.put_nowait(item)
@@ -176,9 +178,15 @@ async def post_decisions(base: str, pending: dict[str, str], clients: int,
         async def client() -> None:
             while not todo.empty():
                 tid, iid = todo.get_nowait()
-                r = await c.post(f"/api/threads/{tid}/decisions",
-                                 json={"interrupt_id": iid, "decisions": [body]})
-                codes[r.status_code] += 1
+                for attempt in range(3):
+                    try:
+                        r = await c.post(f"/api/threads/{tid}/decisions",
+                                         json={"interrupt_id": iid, "decisions": [body]})
+                    except httpx.TransportError:  # the connection broke: send it again (a
+                        codes[-1] += 1            # decision stored before is then a 409)
+                        continue
+                    codes[r.status_code if attempt == 0 or r.status_code != 409 else -409] += 1
+                    break
 
         t0 = time.perf_counter()
         await asyncio.gather(*(client() for _ in range(clients)))
@@ -209,8 +217,13 @@ def throughput(dsn: str, url: str, mode: str, n: int, clients: int, work: Path) 
         api = procs[0]
         cpu0 = [p.cpu() for p in procs]
         t0 = time.perf_counter()
-        accepted_s, codes = asyncio.run(post_decisions(f"http://127.0.0.1:{api.port}", pending,
-                                                       clients))
+        try:
+            accepted_s, codes = asyncio.run(post_decisions(f"http://127.0.0.1:{api.port}",
+                                                           pending, clients))
+        except Exception:
+            for p in procs:
+                log(f"--- {p.name} (exit {p.proc.poll()}):\n{''.join(p.lines[-40:])}")
+            raise
         wait_until(lambda: db_count(dsn, "completed") == n, 600)
         finished_s = time.perf_counter() - t0
         cpu = [p.cpu() - c for p, c in zip(procs, cpu0, strict=True)]

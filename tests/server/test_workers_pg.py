@@ -212,7 +212,9 @@ def test_a_worker_killed_mid_tool_is_replaced_and_the_tool_is_not_run_again(
         first.proc.send_signal(signal.SIGKILL)  # in the middle of the tool
         first.proc.wait(10)
         tier["release"].touch()  # a tool started from now on would finish at once
-        second = worker(tier, "worker 2", "--claim-lease", "1")
+        # no recovery sweep: worker 2 can only find the thread by claiming the queue entry
+        # again once worker 1's claim ran out
+        second = worker(tier, "worker 2", "--claim-lease", "1", "--recovery-interval", "0")
 
         def asked() -> dict[str, Any] | None:
             t = c.get(f"{server.url}/api/threads/k1", headers=bearer(ALICE)).json()
