@@ -506,6 +506,7 @@ class Agent:
         store's deadline index reports as due are loaded."""
         results: list[RunResult] = []
         tried: set[str] = set()
+        roots: set[str] = set()
         while True:
             due = [t for t in await self.checkpointer.due(now=self.clock(), limit=200)
                    if t not in tried]
@@ -515,10 +516,10 @@ class Agent:
                 tried.add(thread_id)
                 try:
                     root = await self._root(thread_id)  # a sub-agent's: through its parent
-                    if root != thread_id:
-                        if root in tried:
-                            continue
-                        tried.add(root)
+                    if root in roots:
+                        continue
+                    roots.add(root)
+                    tried.add(root)
                     result = await self._perform(root, _loop.expire)
                 except InterlockError as exc:
                     log.warning("expiry of thread %r skipped: %s", thread_id, exc)

@@ -101,7 +101,8 @@ def orchestrator_script(messages: Sequence[Message]) -> Any:
 
 def build_team(store: Checkpointer, effects: Effects, *,
                expires_after: timedelta | None = None,
-               reviewers: list[str] | None = None) -> tuple[Agent, Agent, Agent]:
+               reviewers: list[str] | None = None,
+               approvals: int = 1) -> tuple[Agent, Agent, Agent]:
     """(orchestrator, researcher, dba) on ``store``."""
 
     @tool
@@ -125,7 +126,7 @@ def build_team(store: Checkpointer, effects: Effects, *,
         checkpointer=store,
         middleware=[HumanInTheLoop(interrupt_on={"drop_table": InterruptOn(
             allowed_decisions=["approve", "edit", "reject"], expires_after=expires_after,
-            reviewers=reviewers, allow_remember=False)})])
+            reviewers=reviewers, allow_remember=False, approvals=approvals)})])
     orchestrator = Agent(
         name="orchestrator", model=ScriptedModel(orchestrator_script),
         tools=[researcher.as_tool(description="Research and clean up files."),

@@ -4,6 +4,8 @@ tool result; parallel children, depth 2, cancel and expiry. Every backend."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,9 +16,11 @@ from interlock import (
     CallState,
     Command,
     HITLRequest,
+    HumanInTheLoop,
     InterruptConflict,
     InvalidDecision,
     MemoryCheckpointer,
+    Message,
     NotAuthorized,
     PathStep,
     Reviewer,
@@ -24,7 +28,12 @@ from interlock import (
     StaleInterrupt,
     SubAgentMismatch,
     SubAgentThread,
+    ToolMessage,
+    UserMessage,
+    tool,
 )
+from interlock.leases import HOST
+from interlock.storage.base import Commit
 from interlock.subagents import child_thread_id
 from procs.subagent_team import Effects, build_chain, build_team
 from transcript import assert_valid_transcript, tool_results
@@ -249,18 +258,24 @@ def test_expiry_in_a_child_resolves_the_call_and_the_parent_continues(
     pending = _by_tool(orch.invoke("clean up", thread_id="o6").interrupts)
     # the parent's request carries the child's deadline (the deadline index finds it)
     assert pending["drop_table"].value.review_configs[0].expires_at is not None
-    orch.resume("o6", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
     assert orch.expire_due() == []
     now[0] += timedelta(minutes=6)
     results = orch.expire_due()
+    # found through the deadline index (child and parent are due; the parent settles both)
     assert [r.thread_id for r in results] == ["o6"]
-    assert results[0].status == "completed"
-    assert "dba=dba:" in (results[0].output or "")
-    assert effects.counts() == {"delete_file": 1}
+    # the parent's request is updated: dba's call expired, the researcher's still waits
+    assert [i.id for i in results[0].interrupts] == [pending["delete_file"].id]
     child = {e.tool_call_id: e.state for e in orch.journal("o6@ask_dba")}
     assert list(child.values()) == [CallState.EXPIRED]
-    assert orch.get_thread("o6").status == "completed"
+    assert orch.get_thread("o6@ask_dba").status == "completed"
+    assert {e.tool_call_id: e.state for e in orch.journal("o6")} == {
+        "ask_researcher": CallState.WAITING, "ask_dba": CallState.SUCCEEDED}
     assert orch.expire_due() == []
+    final = orch.resume("o6", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+    assert final.status == "completed"
+    assert "dba=dba:" in (final.output or "") and "No reviewer decided in time" in (final.output or "")
+    assert effects.counts() == {"delete_file": 1}
+    assert orch.get_thread("o6").status == "completed"
 
 
 def test_a_sub_agent_must_share_the_checkpointer() -> None:
@@ -271,3 +286,134 @@ def test_a_sub_agent_must_share_the_checkpointer() -> None:
     # without a checkpointer the parent uses its sub-agents'
     parent = Agent(model=ScriptedModel(["y"]), tools=[child.as_tool()])
     assert parent.checkpointer is child.checkpointer
+
+
+def test_own_request_and_child_request_in_one_turn(stores: StoreFactory) -> None:
+    """The parent gates its own tool and the sub-agent call itself: its own requests and the
+    child's are answered separately, each by its own rules."""
+    effects = Effects()
+    store = stores()
+    _, researcher, _ = build_team(store, effects)
+
+    @tool
+    def notify(text: str) -> str:
+        """Tell the team."""
+        effects.add(f"notify|{text}")
+        return "sent"
+
+    def script(messages: list[Message]) -> object:
+        if isinstance(messages[-1], UserMessage):
+            return [{"name": "researcher", "args": {"task": "a.txt"}, "id": "r1"},
+                    {"name": "notify", "args": {"text": "cleaning"}, "id": "n1"}]
+        return "ok: " + " | ".join(m.content for m in messages if isinstance(m, ToolMessage))
+
+    boss = Agent(name="boss", model=ScriptedModel(script), checkpointer=store,
+                 tools=[researcher.as_tool(), notify],
+                 middleware=[HumanInTheLoop(interrupt_on={"researcher": True, "notify": True})])
+    first = boss.invoke("go", thread_id="m1")
+    # the sub-agent call itself is gated on the parent: nothing of the child ran yet
+    [own] = first.interrupts
+    assert [a.name for a in own.value.action_requests] == ["researcher", "notify"]
+    assert own.path is None
+    second = boss.resume("m1", [{"type": "approve"}, {"type": "approve"}])
+    assert effects.counts() == {"notify": 1}
+    [child] = second.interrupts
+    assert child.path is not None and child.path[0].tool_call_id == "r1"
+    assert boss.get_thread("m1").status == "interrupted"
+    final = boss.resume("m1", [{"type": "approve"}], interrupt_id=child.id)
+    assert final.status == "completed"
+    assert final.output == "ok: researcher: deleted a.txt | sent"
+    assert effects.counts() == {"notify": 1, "delete_file": 1}
+    assert_valid_transcript(final.messages)
+
+
+def test_an_own_and_a_child_request_cannot_be_answered_together(stores: StoreFactory) -> None:
+    effects = Effects()
+    store = stores()
+    _, researcher, _ = build_team(store, effects)
+
+    @tool
+    def notify(text: str) -> str:
+        """Tell the team."""
+        effects.add(f"notify|{text}")
+        return "sent"
+
+    def script(messages: list[Message]) -> object:
+        if isinstance(messages[-1], UserMessage):
+            return [{"name": "researcher", "args": {"task": "a.txt"}, "id": "r1"},
+                    {"name": "notify", "args": {"text": "cleaning"}, "id": "n1"}]
+        return "ok"
+
+    boss = Agent(name="boss", model=ScriptedModel(script), checkpointer=store,
+                 tools=[researcher.as_tool(), notify],
+                 middleware=[HumanInTheLoop(interrupt_on={"notify": True})])
+    first = boss.invoke("go", thread_id="m2")
+    own = next(i for i in first.interrupts if i.path is None)
+    child = next(i for i in first.interrupts if i.path is not None)
+    with pytest.raises(InvalidDecision, match="its own resume"):
+        boss.invoke(Command(resume={own.id: {"decisions": [{"type": "approve"}]},
+                                    child.id: {"decisions": [{"type": "approve"}]}}),
+                    thread_id="m2")
+    assert effects.counts() == {}
+    assert boss.resume("m2", [{"type": "approve"}], interrupt_id=own.id).interrupted
+    assert boss.resume("m2", [{"type": "approve"}], interrupt_id=child.id).status == "completed"
+    assert effects.counts() == {"notify": 1, "delete_file": 1}
+
+
+def test_child_quorum_counts_approvals_given_on_the_parent(stores: StoreFactory) -> None:
+    effects = Effects()
+    orch, _, _ = build_team(stores(), effects, approvals=2)
+    pending = _by_tool(orch.invoke("clean up", thread_id="q1").interrupts)
+    iid = pending["drop_table"].id
+    first = orch.resume("q1", [{"type": "approve"}], interrupt_id=iid, reviewer="ann")
+    # one approval of two: the request stays, on both threads, with the approval recorded
+    still = _by_tool(first.interrupts)["drop_table"]
+    assert still.id == iid
+    assert [a.by for a in still.value.review_configs[0].approved_by or []] == ["ann"]
+    assert effects.counts() == {}
+    with pytest.raises(InvalidDecision, match="ann"):  # the same person cannot count twice
+        orch.resume("q1", [{"type": "approve"}], interrupt_id=iid, reviewer="ann")
+    orch.resume("q1", [{"type": "approve"}], interrupt_id=iid, reviewer="ben")
+    assert effects.counts() == {"drop_table": 1}
+    assert iid not in {i.id for i in orch.get_thread("q1").interrupts}
+
+
+def test_a_child_decided_while_another_process_holds_the_parent(stores: StoreFactory) -> None:
+    """The parent is held by another (live) process: a decision on a child's request still
+    goes to the child, which runs; the parent reads the outcome when it is next settled."""
+    effects = Effects()
+    orch, _, _ = build_team(stores(), effects)
+    pending = _by_tool(orch.invoke("clean up", thread_id="h1").interrupts)
+    store = orch.checkpointer
+    snap = asyncio.run(store.load("h1"))
+    assert snap is not None
+    t = snap.thread
+    held = t.model_copy(update={"status": "running", "version": t.version + 1,
+                                "lease_owner": f"{HOST}|{os.getppid()}|other",
+                                "lease_until": datetime.now(UTC) + timedelta(minutes=5)})
+    asyncio.run(store.commit(Commit(thread=held), expected_version=t.version))
+
+    result = orch.resume("h1", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+    assert result.interrupted  # the parent could not be settled: it is held
+    assert effects.counts() == {"delete_file": 1}
+    assert orch.get_thread("h1@ask_researcher").status == "completed"
+    assert orch.get_thread("h1").status == "running"
+    # the same request again: the child knows it was answered
+    with pytest.raises(InterruptConflict):
+        orch.resume("h1", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
+
+    # the holder goes away (its lease ends); recovery settles the parent from the children
+    snap = asyncio.run(store.load("h1"))
+    assert snap is not None
+    t = snap.thread
+    gone = t.model_copy(update={"version": t.version + 1, "lease_owner": None,
+                                "lease_until": None})
+    asyncio.run(store.commit(Commit(thread=gone), expected_version=t.version))
+    [recovered] = [r for r in orch.recover_stale() if r.thread_id == "h1"]
+    assert [i.id for i in recovered.interrupts] == [pending["drop_table"].id]
+    journal = {e.tool_call_id: e.state for e in orch.journal("h1")}
+    assert journal == {"ask_researcher": CallState.SUCCEEDED, "ask_dba": CallState.WAITING}
+    final = orch.resume("h1", [{"type": "approve"}], interrupt_id=pending["drop_table"].id)
+    assert final.status == "completed"
+    assert effects.counts() == {"delete_file": 1, "drop_table": 1}
+    assert_valid_transcript(final.messages)
