@@ -288,10 +288,8 @@ def test_a_sub_agent_must_share_the_checkpointer() -> None:
     assert parent.checkpointer is child.checkpointer
 
 
-def test_own_request_and_child_request_in_one_turn(stores: StoreFactory) -> None:
-    """The parent gates its own tool and the sub-agent call itself: its own requests and the
-    child's are answered separately, each by its own rules."""
-    effects = Effects()
+def _boss(stores: StoreFactory, effects: Effects, gate: dict[str, bool]) -> Agent:
+    """A parent with its own ``notify`` tool next to the researcher; one turn calls both."""
     store = stores()
     _, researcher, _ = build_team(store, effects)
 
@@ -307,9 +305,16 @@ def test_own_request_and_child_request_in_one_turn(stores: StoreFactory) -> None
                     {"name": "notify", "args": {"text": "cleaning"}, "id": "n1"}]
         return "ok: " + " | ".join(m.content for m in messages if isinstance(m, ToolMessage))
 
-    boss = Agent(name="boss", model=ScriptedModel(script), checkpointer=store,
+    return Agent(name="boss", model=ScriptedModel(script), checkpointer=store,
                  tools=[researcher.as_tool(), notify],
-                 middleware=[HumanInTheLoop(interrupt_on={"researcher": True, "notify": True})])
+                 middleware=[HumanInTheLoop(interrupt_on=gate)])
+
+
+def test_own_request_and_child_request_in_one_turn(stores: StoreFactory) -> None:
+    """The parent gates its own tool and the sub-agent call itself: its own requests and the
+    child's are answered separately, each by its own rules."""
+    effects = Effects()
+    boss = _boss(stores, effects, {"researcher": True, "notify": True})
     first = boss.invoke("go", thread_id="m1")
     # the sub-agent call itself is gated on the parent: nothing of the child ran yet
     [own] = first.interrupts
@@ -329,24 +334,7 @@ def test_own_request_and_child_request_in_one_turn(stores: StoreFactory) -> None
 
 def test_an_own_and_a_child_request_cannot_be_answered_together(stores: StoreFactory) -> None:
     effects = Effects()
-    store = stores()
-    _, researcher, _ = build_team(store, effects)
-
-    @tool
-    def notify(text: str) -> str:
-        """Tell the team."""
-        effects.add(f"notify|{text}")
-        return "sent"
-
-    def script(messages: list[Message]) -> object:
-        if isinstance(messages[-1], UserMessage):
-            return [{"name": "researcher", "args": {"task": "a.txt"}, "id": "r1"},
-                    {"name": "notify", "args": {"text": "cleaning"}, "id": "n1"}]
-        return "ok"
-
-    boss = Agent(name="boss", model=ScriptedModel(script), checkpointer=store,
-                 tools=[researcher.as_tool(), notify],
-                 middleware=[HumanInTheLoop(interrupt_on={"notify": True})])
+    boss = _boss(stores, effects, {"notify": True})
     first = boss.invoke("go", thread_id="m2")
     own = next(i for i in first.interrupts if i.path is None)
     child = next(i for i in first.interrupts if i.path is not None)
