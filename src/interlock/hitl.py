@@ -299,8 +299,13 @@ def is_pattern(key: str) -> bool:
     return any(ch in key for ch in "*?[")
 
 
+_ARGS_JSON = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(..., ensure_ascii=False)``, built once (``json.dumps`` with options builds an
+encoder at every call)."""
+
+
 def default_description(prefix: str, call: ToolCall) -> str:
-    args = json.dumps(call.args, ensure_ascii=False, sort_keys=False)
+    args = _ARGS_JSON.encode(call.args)
     return f"{prefix}\n\nTool: {call.name}\nArgs: {args}"
 
 

@@ -323,6 +323,10 @@ def review_deadline(thread: ThreadRecord) -> datetime | None:
 SEARCH_CHARS = 600
 """Characters of a thread's search text (see :func:`search_text`) that stores keep."""
 
+_SEARCH_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+"""``json.dumps(..., ensure_ascii=False, default=str)``, built once (``json.dumps`` with options
+builds an encoder at every call)."""
+
 
 def search_text(thread: ThreadRecord) -> str:
     """What a text search of the thread list matches, lower-cased: the thread id, the preview
@@ -338,10 +342,9 @@ def search_text(thread: ThreadRecord) -> str:
             for a in actions:
                 name = a.get("name") if isinstance(a, dict) else getattr(a, "name", "")
                 args = a.get("args") if isinstance(a, dict) else getattr(a, "args", {})
-                parts.append(f"{name} {json.dumps(args, ensure_ascii=False, default=str)}")
+                parts.append(f"{name} {_SEARCH_JSON.encode(args)}")
         else:
-            parts.append(value if isinstance(value, str)
-                         else json.dumps(value, ensure_ascii=False, default=str))
+            parts.append(value if isinstance(value, str) else _SEARCH_JSON.encode(value))
     return _storable(" ".join(parts).lower()[:SEARCH_CHARS])
 
 
