@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,12 +75,18 @@ async def run_mode(s: InterlockSystem, mode: str, threads: int, n: int) -> float
     return elapsed
 
 
-def measure(backend: str, mode: str, threads: int, n: int, workdir: Path, dsn: str) -> float:
+def measure(backend: str, mode: str, threads: int, n: int, workdir: Path, dsn: str
+            ) -> tuple[float, float]:
+    """Seconds the run took, and the CPU seconds (user + system, all threads) this process
+    spent meanwhile."""
     s = make(backend, workdir, mode, dsn)
     try:
         asyncio.run(cycles(s, "warm-up", 3))
         s.counter.count = 0
-        return asyncio.run(run_mode(s, mode, threads, n))
+        t0 = os.times()
+        elapsed = asyncio.run(run_mode(s, mode, threads, n))
+        t1 = os.times()
+        return elapsed, (t1.user - t0.user) + (t1.system - t0.system)
     finally:
         s.close()
         if backend == "postgres":
@@ -126,21 +133,29 @@ def main() -> int:
           f"average {tuple(round(x, 2) for x in info['loadavg'])}")
     print(f"{a.threads} threads x {a.cycles} cycles, {a.backend}, {a.rounds} alternating rounds")
     results: dict[str, list[float]] = {"sequential": [], "concurrent": []}
+    cpu: dict[str, list[float]] = {"sequential": [], "concurrent": []}
+    n_cycles = a.threads * a.cycles
     with tempfile.TemporaryDirectory() as d:
         for r in range(a.rounds):
             order = ("sequential", "concurrent") if r % 2 == 0 else ("concurrent", "sequential")
             for mode in order:
-                elapsed = measure(a.backend, mode, a.threads, a.cycles, Path(d), a.pg_dsn)
-                rate = a.threads * a.cycles / elapsed
+                elapsed, used = measure(a.backend, mode, a.threads, a.cycles, Path(d), a.pg_dsn)
+                rate = n_cycles / elapsed
                 results[mode].append(rate)
-                print(f"  round {r + 1} {mode:10s} {rate:8.1f} cycles/s ({elapsed:.2f} s)")
-    best = {m: sorted(v)[len(v) // 2] for m, v in results.items()}
+                cpu[mode].append(used / n_cycles * 1e3)
+                print(f"  round {r + 1} {mode:10s} {rate:8.1f} cycles/s ({elapsed:.2f} s; CPU "
+                      f"{cpu[mode][-1]:.2f} ms per cycle; load {os.getloadavg()[0]:.1f})")
+    best = {m: statistics.median(v) for m, v in results.items()}
+    best_cpu = {m: statistics.median(v) for m, v in cpu.items()}
     ratio = best["concurrent"] / best["sequential"]
     out: dict[str, Any] = {"machine": info, "backend": a.backend, "threads": a.threads,
                            "cycles": a.cycles, "rates": results, "median": best,
-                           "ratio": ratio}
+                           "ratio": ratio, "cpu_ms_per_cycle": cpu,
+                           "cpu_median_ms": best_cpu, "loadavg_end": os.getloadavg()}
     print(f"median: sequential {best['sequential']:.1f} cycles/s, concurrent "
-          f"{best['concurrent']:.1f} cycles/s → {ratio:.2f}x (target ≥3x)")
+          f"{best['concurrent']:.1f} cycles/s → {ratio:.2f}x (target ≥3x); CPU per cycle "
+          f"(user + system, all threads): sequential {best_cpu['sequential']:.2f} ms, "
+          f"concurrent {best_cpu['concurrent']:.2f} ms")
     if a.fsyncs and a.backend == "sqlite":
         if shutil.which("strace") is None:
             print("strace is not installed (Debian: apt-get install strace)")

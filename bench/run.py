@@ -192,6 +192,7 @@ class Bench:
         measure_at = sorted({1, 5, *range(every, kmax + 1, every), *self.b_marks, quarter,
                              kmax - quarter})
         times: dict[str, list[float]] = {s: [] for s in SYSTEMS}
+        cpu: dict[str, list[float]] = {s: [] for s in SYSTEMS}
         sizes: dict[str, dict[int, int]] = {s: {0: systems[s].stored_bytes()} for s in SYSTEMS}
         self.freeze()
         # blocks of `every` cycles per system, alternating which system goes first
@@ -199,7 +200,9 @@ class Bench:
             order = SYSTEMS if (start // every) % 2 == 0 else SYSTEMS[::-1]
             for name in order:
                 for k in range(start + 1, min(start + every, kmax) + 1):
+                    c0 = time.process_time()
                     p, r = cycle(systems[name], "the-thread")
+                    cpu[name].append(time.process_time() - c0)
                     times[name].append(p + r)
                     if k in measure_at:
                         sizes[name][k] = systems[name].stored_bytes()
@@ -212,6 +215,7 @@ class Bench:
                 row[name] = {
                     "cycle_ms": times[name][k - 1] * 1e3,
                     "cycle_median5_ms": statistics.median(window) * 1e3,
+                    "cpu_median5_ms": statistics.median(cpu[name][max(0, k - 5):k]) * 1e3,
                     "bytes": sizes[name][k],
                 }
             row["ratio_time"] = (row["langchain"]["cycle_median5_ms"]
@@ -239,6 +243,13 @@ class Bench:
             r50 = out["marks"]["50"]["ratio_bytes"]
             log(f"  bytes after 50 cycles, LangChain/interlock: {r50:.1f}x (target ≥50x vs "
                 f"SqliteSaver: {verdict(r50 >= 50) if backend == 'sqlite' else 'n/a here'})")
+        if 10 in self.b_marks and kmax in self.b_marks:
+            for name in SYSTEMS:
+                lo, hi = out["marks"]["10"][name], out["marks"][str(kmax)][name]
+                log(f"  {name:10s} cycle K={kmax} / K=10: wall "
+                    f"{hi['cycle_median5_ms'] / lo['cycle_median5_ms']:.2f}x, CPU time "
+                    f"{hi['cpu_median5_ms'] / lo['cpu_median5_ms']:.2f}x "
+                    f"({lo['cpu_median5_ms']:.2f} → {hi['cpu_median5_ms']:.2f} ms)")
         for name in SYSTEMS:
             g = growth[name]
             log(f"  {name:10s} growth: first {quarter} cycles {fmt_bytes(g['first'])}, last "
@@ -356,20 +367,26 @@ class Bench:
                 s.describe_durability()
         self.freeze()
         times: dict[str, list[float]] = {s: [] for s in PEERS}
+        cpu: dict[str, list[float]] = {s: [] for s in PEERS}
         block = 20
         for start in range(0, self.a_cycles, block):
             shift = (start // block) % len(PEERS)
             for name in PEERS[shift:] + PEERS[:shift]:
                 for i in range(start, min(start + block, self.a_cycles)):
+                    c0 = time.process_time()
                     p, r = cycle(systems[name], f"e-{i}")
+                    cpu[name].append(time.process_time() - c0)
                     times[name].append(p + r)
         self.unfreeze()
         out: dict[str, Any] = {"target": TARGETS["peer_cycle_ratio"]}
         il = statistics.median(times["interlock"])
+        il_cpu = statistics.median(cpu["interlock"])
         for name in PEERS:
             med = statistics.median(times[name])
+            med_cpu = statistics.median(cpu[name])
             out[name] = {"median_ms": med * 1e3, "p95_ms": percentile(times[name], 95) * 1e3,
-                         "ratio_median": med / il}
+                         "ratio_median": med / il, "cpu_median_ms": med_cpu * 1e3,
+                         "ratio_cpu": med_cpu / il_cpu}
             if systems[name].counter.count != self.a_warmup + self.a_cycles:
                 raise AssertionError(f"{name}: the tool ran {systems[name].counter.count} times")
             systems[name].close()
@@ -382,6 +399,12 @@ class Bench:
                 + (f" (target ≥{out['target']:.0f}x: {verdict(o['ratio_median'] >= out['target'])})"
                    if name in ("pydantic-ai", "openai-agents") else ""))
             log(f"  {name:13s} median {o['median_ms']:7.3f} ms   p95 {o['p95_ms']:7.3f} ms{tail}")
+        log("  CPU time of the process per cycle (time.process_time, all its threads; other "
+            "processes' load inflates it far less than wall time):")
+        for name in PEERS:
+            o = out[name]
+            log(f"  {name:13s} median {o['cpu_median_ms']:7.3f} ms"
+                + ("" if name == "interlock" else f"   {o['ratio_cpu']:5.1f}x interlock"))
         del systems
         gc.collect()
 

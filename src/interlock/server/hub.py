@@ -9,6 +9,7 @@ so a client reconnecting with ``Last-Event-ID`` to a different process gets no w
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from collections import OrderedDict, deque
@@ -18,6 +19,8 @@ from typing import Any
 from ..authz import Reviewer, ThreadFacts, may_read
 
 INBOX = "inbox"
+
+_EVENT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def thread_topic(thread_id: str) -> str:
@@ -36,10 +39,15 @@ class StreamEvent:
     def visible_to(self, reviewer: Reviewer | None) -> bool:
         return not self.facts or any(may_read(reviewer, f) for f in self.facts)
 
+    @functools.cached_property
+    def encoded(self) -> bytes:
+        """The event in ``text/event-stream`` framing, encoded once for every subscriber."""
+        payload = _EVENT_JSON.encode(self.data)
+        return f"id: {self.id}\nevent: {self.event}\ndata: {payload}\n\n".encode()
+
     def encode(self) -> bytes:
         """The event in ``text/event-stream`` framing."""
-        payload = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"), default=str)
-        return f"id: {self.id}\nevent: {self.event}\ndata: {payload}\n\n".encode()
+        return self.encoded
 
 
 @dataclass(eq=False)
