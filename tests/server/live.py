@@ -79,14 +79,16 @@ class ServeProcess:
     executions are appended to ``exec_log``."""
 
     def __init__(self, name: str, db_url: str, tokens: Path, exec_log: Path,
-                 extra_args: Sequence[str] = ()) -> None:
+                 extra_args: Sequence[str] = (),
+                 agent: str = "server.server_agents:make_agent",
+                 env: dict[str, str] | None = None) -> None:
         self.name = name
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get(
-            "PYTHONPATH", "")]), "INTERLOCK_TEST_EXEC_LOG": str(exec_log)}
+            "PYTHONPATH", "")]), "INTERLOCK_TEST_EXEC_LOG": str(exec_log), **(env or {})}
         env.pop("INTERLOCK_TOKENS", None)
         env.pop("INTERLOCK_TOKENS_FILE", None)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "interlock.cli", "serve", "server.server_agents:make_agent",
+            [sys.executable, "-m", "interlock.cli", "serve", agent,
              "--db", db_url, "--host", "127.0.0.1", "--port", "0", "--tokens", str(tokens),
              "--poll-interval", "0.1", "--log-level", "info", *extra_args],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -33,6 +33,7 @@ from ..models.scripted import ScriptedModel
 from ..storage import from_url
 from ..storage.base import Checkpointer, ThreadRecord
 from ..storage.sqlite import SqliteCheckpointer
+from ..subagent_tree import use_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -264,7 +265,7 @@ def resolve_agent(
         if not db:
             return agent, None
         store = open_store(db)
-        agent.checkpointer = store
+        use_store(agent, store)  # its sub-agents' threads go there too
         return agent, store
     if purpose is not None:
         raise CliUsageError(

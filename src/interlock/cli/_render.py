@@ -17,9 +17,10 @@ from rich.text import Text
 from .. import display
 from ..audit import AuditKind
 from ..hitl import ActionRequest, HITLRequest, ReviewConfig
-from ..interrupts import Interrupt
+from ..interrupts import Interrupt, PathStep
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ..storage.base import AuditRecord, JournalEntry, ThreadRecord
+from ..subagent_tree import path_text
 from ._common import short, when
 
 STATUS_STYLE = {
@@ -35,17 +36,41 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
+def _via(path: list[PathStep] | None) -> str:
+    """" (in researcher)" for a request raised inside sub-agents."""
+    return f" (in {' › '.join(s.agent for s in path[1:])})" if path else ""
+
+
 def waiting_on(pending: list[Interrupt]) -> str:
-    """"execute_sql, send_email" for a thread row's pending interrupts."""
+    """"execute_sql, send_email" for a thread row's pending interrupts; a sub-agent's request
+    names the sub-agents: "delete_file (in researcher)"."""
     names: list[str] = []
     for intr in pending:
         if intr.kind == "review":
             value = intr.value
             req = HITLRequest.of(value)
-            names.extend(a.name for a in req.action_requests)
+            names.extend(a.name + _via(a.path) for a in req.action_requests)
         else:
-            names.append("answer to a question")
+            names.append("answer to a question" + _via(intr.path))
     return ", ".join(names)
+
+
+def thread_name(rec: ThreadRecord) -> str:
+    """The thread id, and for a sub-agent's thread the thread its requests are shown on."""
+    name = display.one_line(rec.thread_id)
+    if rec.parent is not None:
+        name += f" (sub-agent of {display.one_line(rec.parent.thread_id)})"
+    return name
+
+
+def path_lines(path: list[PathStep] | None) -> list[RenderableType]:
+    """Where a request of a sub-agent comes from: the path, and the thread that raised it."""
+    if not path:
+        return []
+    return [Text.assemble(("path     ", "bold"), (path_text(path), "bold magenta")),
+            Text.assemble(("raised in", "bold"), (f" thread {display.one_line(path[-1].thread_id)}"
+                                                 f" by agent {display.one_line(path[-1].agent)}"
+                                                 f"; decided here, applied there", "dim"))]
 
 
 def threads_table(rows: list[ThreadRecord], width: int) -> RenderableType:
@@ -55,7 +80,7 @@ def threads_table(rows: list[ThreadRecord], width: int) -> RenderableType:
         for rec in rows:
             waiting = waiting_on(rec.pending)
             lines.append(Text.assemble(
-                (display.one_line(rec.thread_id), "bold"), "  ", status_text(rec.status),
+                (thread_name(rec), "bold"), "  ", status_text(rec.status),
                 (f"  waiting on {display.one_line(waiting)}" if waiting else "", "yellow"),
                 (f"  {when(rec.updated_at)}", "dim")))
             if rec.preview:
@@ -68,7 +93,7 @@ def threads_table(rows: list[ThreadRecord], width: int) -> RenderableType:
     table.add_column("waiting on", no_wrap=True)
     table.add_column("request")
     for rec in rows:
-        table.add_row(Text(display.one_line(rec.thread_id)), status_text(rec.status),
+        table.add_row(Text(thread_name(rec)), status_text(rec.status),
                       when(rec.updated_at), Text(display.one_line(waiting_on(rec.pending))),
                       Text(short(rec.preview, 100)))
     return table
@@ -166,6 +191,7 @@ def request_panel(
         rows.append(Text.assemble(("request  ", "bold"), (display.visible(preview), "")))
     if agent_text:
         rows.append(Text.assemble(("agent    ", "bold"), (display.visible(agent_text), "")))
+    rows.extend(path_lines(request.path))
     rows.append(Text(""))
     rows.append(Text(display.visible(request.description)))
     rows.append(Text(""))
@@ -221,7 +247,12 @@ def audit_summary(rec: AuditRecord) -> str:
             text += f": {d['message']}"
         if d.get("remember"):
             text += f" (remember: {d['remember']})"
+        if d.get("via_thread_id"):
+            text += f" (given on thread {d['via_thread_id']})"
         return text
+    if rec.kind == AuditKind.INPUT_ANSWERED and d.get("via_thread_id"):
+        return (f"answered {json.dumps(d.get('value'), ensure_ascii=False)} (given on thread "
+                f"{d['via_thread_id']})")
     if rec.kind == AuditKind.REQUEST_RAISED:
         calls = d.get("calls") or []
         return "review requested: " + ", ".join(str(c.get("name")) for c in calls)
@@ -234,7 +265,24 @@ def audit_summary(rec: AuditRecord) -> str:
             else str(name)
     if rec.kind == AuditKind.CANCELLED:
         return f"reason: {d.get('reason')}" if d.get("reason") else "cancelled"
-    return json.dumps(d, ensure_ascii=False)
+    return _subagent_summary(rec) or json.dumps(d, ensure_ascii=False)
+
+
+def _subagent_summary(rec: AuditRecord) -> str | None:
+    """The rows that link a parent thread and a sub-agent's thread, in words."""
+    d = rec.data
+    if rec.kind == AuditKind.SUBAGENT_STARTED:
+        return (f"sub-agent thread of {d.get('parent_thread_id')} (call "
+                f"{d.get('parent_tool_call_id')}, tool {d.get('tool_name')})")
+    if rec.kind == AuditKind.SUBAGENT_WAITING:
+        return (f"{d.get('name')} waits for sub-agent thread {d.get('child_thread_id')}; "
+                f"its requests shown here: {', '.join(map(str, d.get('interrupts') or []))}")
+    if rec.kind == AuditKind.DECISION_ROUTED:
+        step = d.get("step") or {}
+        return (f"decision passed to sub-agent thread {d.get('child_thread_id')} (call "
+                f"{step.get('tool_call_id')}, tool {step.get('tool_name')}; request "
+                f"{d.get('interrupt_id')})")
+    return None
 
 
 def audit_table(records: list[AuditRecord], width: int) -> RenderableType:
@@ -267,7 +315,7 @@ def audit_table(records: list[AuditRecord], width: int) -> RenderableType:
 
 def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
     if intr.kind == "input":
-        return Panel(json_block(intr.value),
+        return Panel(Group(*path_lines(intr.path), json_block(intr.value)),
                      title=f"question (interrupt {display.one_line(intr.id)})",
                      title_align="left", border_style="yellow")
     value = intr.value
@@ -275,6 +323,7 @@ def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
     parts: list[RenderableType] = []
     for a, c in zip(req.action_requests, req.review_configs, strict=True):
         parts.extend(warning_lines(a.name, a.description, a.args))
+        parts.extend(path_lines(a.path))
         parts.append(Text.assemble(("tool ", "bold"), (display.one_line(a.name), "bold cyan"),
                                    (f"   call {display.one_line(a.tool_call_id)}", "dim")))
         parts.append(Text(display.visible(a.description)))

@@ -8,21 +8,28 @@ from pathlib import Path
 import click
 
 from .. import display
+from .._sync import run_blocking
 from ..agent import Agent
 from ..audit_verify import AuditHead
 from ..storage.base import AuditRecord
-from ._common import CliError, dump_json, out, with_agent
+from ..subagent_tree import audit_with_subagents
+from ._common import CliError, CliUsageError, dump_json, out, with_agent
 from ._render import audit_table
 
 
-def _all_records(agent: Agent, thread_id: str | None, keep: int | None) -> tuple[
-        list[AuditRecord], int]:
-    """The last ``keep`` rows (all if None) and the total number of rows."""
+def _all_records(agent: Agent, thread_id: str | None, keep: int | None,
+                 subagents: bool = False) -> tuple[list[AuditRecord], int]:
+    """The last ``keep`` rows (all if None) and the total number of rows; ``subagents``: with
+    the rows of the thread's sub-agents' threads."""
     rows: deque[AuditRecord] = deque(maxlen=keep)
     total = 0
     after = 0
     while True:
-        batch = agent.audit(thread_id, after_id=after, limit=1000)
+        if subagents and thread_id is not None:
+            batch = run_blocking(audit_with_subagents(agent, thread_id, after_id=after,
+                                                      limit=1000), "audit")
+        else:
+            batch = agent.audit(thread_id, after_id=after, limit=1000)
         rows.extend(batch)
         total += len(batch)
         if len(batch) < 1000:
@@ -37,6 +44,9 @@ def _all_records(agent: Agent, thread_id: str | None, keep: int | None) -> tuple
 @click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True, metavar="N",
               help="Show the most recent N records.")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON.")
+@click.option("--subagents", is_flag=True,
+              help="With --thread: also the records of the threads of its sub-agents "
+                   "(Agent.as_tool), at any depth, in order.")
 @click.option("--head", "head_file", type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE", help="verify: also check the log against a head exported earlier.")
 @click.option("--allow-unsigned", is_flag=True,
@@ -44,7 +54,8 @@ def _all_records(agent: Agent, thread_id: str | None, keep: int | None) -> tuple
                    "signed.")
 @with_agent()
 def audit(agent: Agent, action: str | None, thread_id: str | None, limit: int,
-          as_json: bool, head_file: Path | None, allow_unsigned: bool) -> None:
+          as_json: bool, subagents: bool, head_file: Path | None,
+          allow_unsigned: bool) -> None:
     """Show the audit log, check it with `verify`, or sign its head with `export-head`.
 
     Every request, decision (who, when, the proposed call and the exact call that runs),
@@ -55,10 +66,15 @@ def audit(agent: Agent, action: str | None, thread_id: str | None, limit: int,
     reordered, and says what it could not check. `export-head` prints a signed summary of the
     log to keep elsewhere; `verify --head FILE` later shows whether anything it covers changed.
 
+    Rows that link a thread and its sub-agents' threads (subagent_started, subagent_waiting,
+    decision_routed, and a decision given on a parent: "given on thread ...") name the other
+    thread; `--thread T --subagents` shows the rows of both, in order.
+
     \b
     Examples:
       interlock audit --db sqlite:///interlock.db
       interlock audit --db sqlite:///interlock.db --thread cleanup-cancelled-orders
+      interlock audit --db sqlite:///interlock.db --thread o1 --subagents
       interlock audit verify --db sqlite:///interlock.db
       interlock audit export-head --db sqlite:///interlock.db > head-2026-11-30.json
       interlock audit verify --db sqlite:///interlock.db --head head-2026-11-30.json
@@ -72,7 +88,10 @@ def audit(agent: Agent, action: str | None, thread_id: str | None, limit: int,
     if action == "verify":
         _verify(agent, thread_id, head_file, allow_unsigned)
         return
-    records, total = _all_records(agent, thread_id, keep=limit)
+    if subagents and thread_id is None:
+        raise CliUsageError("--subagents needs --thread THREAD: the sub-agents of which "
+                            "thread?")
+    records, total = _all_records(agent, thread_id, keep=limit, subagents=subagents)
     if as_json:
         dump_json([r.model_dump(mode="json") for r in records])
         return

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import click
-from rich.console import Console
+from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
@@ -32,9 +32,11 @@ from ..errors import (
     ThreadNotFound,
 )
 from ..hitl import ActionRequest, HITLRequest, ReviewConfig
-from ..interrupts import Interrupt
+from ..interrupts import Interrupt, PathStep
 from ..messages import AssistantMessage
 from ..result import RunResult
+from ..storage.base import ThreadRecord
+from ..subagent_tree import tool_at
 from ..tools import ArgumentError
 from ._common import (
     CliError,
@@ -46,7 +48,7 @@ from ._common import (
     with_agent,
 )
 from ._editdoc import EditDocError, diff_lines, parse, render
-from ._render import json_block, message_lines, request_panel
+from ._render import json_block, message_lines, path_lines, request_panel
 
 Outcome = Literal["decided", "gone", "invalid", "skip", "back"]
 
@@ -89,8 +91,15 @@ class Item:
 
     @property
     def key(self) -> tuple[str, str]:
-        return (self.thread_id,
-                self.request.tool_call_id if self.request else f"input:{self.interrupt.id}")
+        return item_key(self.thread_id, self.interrupt.id,
+                        self.request.tool_call_id if self.request else None)
+
+
+def item_key(thread_id: str, interrupt_id: str, tool_call_id: str | None) -> tuple[str, str]:
+    """A call by its request (sub-agents number their calls on their own, so two requests
+    shown on one thread may hold the same call id), a question by its id."""
+    return (thread_id, f"{interrupt_id}:{tool_call_id}" if tool_call_id
+            else f"input:{interrupt_id}")
 
 
 class ReviewSession:
@@ -129,19 +138,24 @@ class ReviewSession:
         """How many calls and questions wait for a decision (the ones skipped in this
         session not counted)."""
         n = 0
-        for rec in iter_threads(self.agent, "interrupted"):
-            if self.only and rec.thread_id not in self.only:
-                continue
+        for rec in self.threads():
             for intr in rec.pending:
                 if intr.kind != "review":
-                    n += (rec.thread_id, f"input:{intr.id}") not in self.skipped
+                    n += item_key(rec.thread_id, intr.id, None) not in self.skipped
                     continue
                 value = intr.value
                 req = value if isinstance(value, HITLRequest) else \
                     HITLRequest.model_validate(value)
-                n += sum((rec.thread_id, a.tool_call_id) not in self.skipped
+                n += sum(item_key(rec.thread_id, intr.id, a.tool_call_id) not in self.skipped
                          for a in req.action_requests)
         return n
+
+    def threads(self) -> Iterator[ThreadRecord]:
+        """The waiting threads to review, newest first. A sub-agent's thread is left out: its
+        requests are shown, with their path, on the parent thread and decided there."""
+        for rec in iter_threads(self.agent, "interrupted"):
+            if rec.parent is None and (not self.only or rec.thread_id in self.only):
+                yield rec
 
     def whoami(self) -> Text:
         roles = ", ".join(sorted(self.reviewer.roles)) or "none"
@@ -154,9 +168,7 @@ class ReviewSession:
             if items:
                 return items[0]
         # oldest request first
-        for rec in reversed(list(iter_threads(self.agent, "interrupted"))):
-            if self.only and rec.thread_id not in self.only:
-                continue
+        for rec in reversed(list(self.threads())):
             state = self.load(rec.thread_id)
             if state is None:
                 continue
@@ -253,14 +265,18 @@ class ReviewSession:
             self.whoami()))
         if item.request is None or item.config is None:
             self.console.print(Panel(
-                json_block(item.interrupt.value),
+                Group(*path_lines(item.interrupt.path), json_block(item.interrupt.value)),
                 title=Text.assemble(("thread ", ""), (display.one_line(item.thread_id), "bold"),
                                     (" · the run asks a question", "")),
                 title_align="left", border_style="yellow"))
             return
         call_id = item.request.tool_call_id
+        messages = item.state.messages
+        if item.request.path:  # a sub-agent's call: what that agent said, in its own thread
+            raised = self.load(item.request.path[-1].thread_id)
+            messages = raised.messages if raised is not None else []
         agent_text = next(
-            (m.content for m in item.state.messages if isinstance(m, AssistantMessage)
+            (m.content for m in messages if isinstance(m, AssistantMessage)
              and any(c.id == call_id for c in m.tool_calls)), None)
         self.console.print(request_panel(
             item.request, item.config, thread_id=item.thread_id, preview=item.state.preview,
@@ -376,8 +392,9 @@ class ReviewSession:
                                              (" continued and waits for a new decision",
                                               "dim")))
 
-    def schema_problem(self, name: str, args: dict[str, Any]) -> str | None:
-        tool = self.agent.tools_by_name.get(name)
+    def schema_problem(self, name: str, args: dict[str, Any],
+                       path: list[PathStep] | None = None) -> str | None:
+        tool = tool_at(self.agent, name, path)  # a sub-agent's call: that agent's tool
         if tool is None:
             return None
         try:
@@ -429,7 +446,7 @@ class ReviewSession:
                 self.console.print("the arguments are unchanged; nothing was decided",
                                    style="dim")
                 return "back"
-            error = self.schema_problem(request.name, args)
+            error = self.schema_problem(request.name, args, request.path)
             if error is not None:  # the same check resume() makes, before asking to confirm
                 self.console.print(Text.assemble(("not accepted: ", "bold red"), (error, ""),
                                                  (" — reopening the editor", "dim")))

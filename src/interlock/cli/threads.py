@@ -57,7 +57,8 @@ def threads(agent: Agent, status: str | None, limit: int, as_json: bool) -> None
         console.print(f"No threads {what}.")
         return
     console.print(threads_table(rows, console.width))
-    waiting = sum(1 for r in rows if r.status == "interrupted")
+    # a sub-agent's thread waits through its parent, which shows its requests
+    waiting = sum(1 for r in rows if r.status == "interrupted" and r.parent is None)
     if waiting and status != "interrupted":
         console.print(f"{waiting} thread(s) wait for a decision: review them with "
                       f"`interlock review`.", style="dim")

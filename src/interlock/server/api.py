@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator
 
+from .. import subagent_tree as agent_tree
 from ..audit_verify import AuditHead, AuditReport
 from ..authz import facts_of, may_read
 from ..paging import Cursor, thread_page
@@ -169,19 +170,28 @@ async def list_threads(
     count: Annotated[bool, Query(
         description="Also return how many threads match (total; admins and local mode "
         "only, null for other reviewers).")] = False,
+    subagents: Annotated[bool, Query(
+        description="Also list the threads of sub-agents (Agent.as_tool). By default they are "
+        "left out: their requests are shown, and decided, on the parent thread.")] = False,
 ) -> ThreadList:
-    """Threads, most recently updated first: those the caller may read (docs/security.md)."""
+    """Threads, most recently updated first: those the caller may read (docs/security.md).
+    Sub-agents' threads are listed only with ``?subagents=true`` (docs/subagents.md)."""
     search = q.strip() if q and q.strip() else None
     cursor = Cursor(before, before_id) if before is not None and before_id is not None else None
     lister = functools.partial(state.agent.alist_threads, reviewer=caller.reviewer())
+    if not subagents:
+        lister = functools.partial(agent_tree.top_level, lister)
     if cursor is None and before is not None:  # a time alone: everything older than it
         page = await lister(status=status, limit=limit + 1, before=before, search=search)
         rows, nxt = page[:limit], (Cursor.after(page[limit - 1]) if len(page) > limit else None)
     else:
         rows, nxt = await thread_page(lister, status=status, limit=limit, cursor=cursor,
                                       search=search)
+    # the store's count includes sub-agents' threads: not given when they are left out
+    exact = subagents or next(agent_tree.subagents(state.agent), None) is None
     total = (await state.agent.acount_threads(status=status, search=search,
-                                              reviewer=caller.reviewer())) if count else None
+                                              reviewer=caller.reviewer())) \
+        if count and exact else None
     return ThreadList(threads=[thread_summary(r) for r in rows],
                       next_before=nxt.updated_at if nxt else None,
                       next_before_id=nxt.thread_id if nxt else None, total=total)
@@ -369,11 +379,24 @@ async def audit_head(state: State, _: Caller) -> AuditHead:
 
 @router.get("/threads/{thread_id}/audit", response_model=AuditPage, tags=["audit"],
             responses=_err(401, 404))
-async def thread_audit(state: State, caller: Caller, thread_id: ThreadId,
-                       after_id: AfterId = 0, limit: Limit = 500) -> AuditPage:
-    """One thread's audit rows."""
+async def thread_audit(
+    state: State, caller: Caller, thread_id: ThreadId, after_id: AfterId = 0,
+    limit: Limit = 500,
+    subagents: Annotated[bool, Query(
+        description="Also the rows of the threads of its sub-agents (Agent.as_tool), at any "
+        "depth, that the caller may read; in insertion order.")] = False,
+) -> AuditPage:
+    """One thread's audit rows. Rows that link a thread and a sub-agent's thread:
+    ``subagent_started`` (on the child: ``parent_thread_id``), ``subagent_waiting`` and
+    ``decision_routed`` (on the parent: ``child_thread_id``), and the child's ``decision`` /
+    ``input_answered`` rows of a decision given on the parent (``via_thread_id``)."""
     await state.agent.aget_thread(thread_id, reviewer=caller.reviewer())
-    return await _audit_page(state, caller, thread_id, after_id, limit)
+    if not subagents:
+        return await _audit_page(state, caller, thread_id, after_id, limit)
+    records = await agent_tree.audit_with_subagents(
+        state.agent, thread_id, after_id=after_id, limit=limit, reviewer=caller.reviewer())
+    return AuditPage(records=records,
+                     next_after_id=records[-1].id if len(records) == limit else None)
 
 
 # -- live streams -----------------------------------------------------------------------------

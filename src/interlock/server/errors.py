@@ -19,9 +19,11 @@ from ..errors import (
     NotAuthorized,
     ResumeError,
     StorageError,
+    SubAgentThread,
     ThreadInterrupted,
     ThreadNotFound,
 )
+from ..subagent_tree import parent_chain
 
 
 class ApiError(Exception):
@@ -42,10 +44,12 @@ def unauthorized(message: str) -> ApiError:
 
 def status_for(exc: InterlockError) -> int:
     """404 unknown thread, 422 invalid decision or unstorable text, 403 role missing, 409
-    conflicts and stale or missing requests, 400 bad input, 502 model provider failure, 503
-    storage, else 500."""
+    conflicts, stale or missing requests and acting on a sub-agent's thread, 400 bad input,
+    502 model provider failure, 503 storage, else 500."""
     if isinstance(exc, ThreadNotFound):
         return 404
+    if isinstance(exc, SubAgentThread):
+        return 409
     if isinstance(exc, InvalidDecision | InvalidText):
         return 422
     if isinstance(exc, NotAuthorized):
@@ -65,9 +69,26 @@ def body(error: str, message: str, **extra: object) -> dict[str, object]:
     return {"error": error, "message": message, **extra}
 
 
-async def interlock_error(_: Request, exc: Exception) -> JSONResponse:
+async def interlock_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, InterlockError)
-    return JSONResponse(body(type(exc).__name__, str(exc)), status_code=status_for(exc))
+    extra: dict[str, object] = {}
+    if isinstance(exc, SubAgentThread):
+        extra = {"thread_id": exc.thread_id, "parent_thread_id": exc.parent_id,
+                 "root_thread_id": await _root(request, exc)}
+    return JSONResponse(body(type(exc).__name__, str(exc), **extra),
+                        status_code=status_for(exc))
+
+
+async def _root(request: Request, exc: SubAgentThread) -> str:
+    """The top-most thread above a sub-agent's thread: where its requests are decided."""
+    state = getattr(request.app.state, "interlock", None)
+    if state is None:
+        return exc.parent_id
+    try:
+        chain = await parent_chain(state.agent.checkpointer, exc.thread_id)
+    except InterlockError:
+        return exc.parent_id
+    return chain[-1].thread_id if chain else exc.parent_id
 
 
 async def api_error(_: Request, exc: Exception) -> JSONResponse:

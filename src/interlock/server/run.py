@@ -14,6 +14,7 @@ from ..agent import Agent
 from ..errors import MissingDependency
 from ..notify import NotifyConfig
 from ..storage import from_url
+from ..subagent_tree import use_store
 from .app import create_app
 from .auth import TokenConfig, check_bind, load_tokens
 from .limits import Limits
@@ -57,7 +58,7 @@ def build_server(
     auth = load_tokens(tokens)
     check_bind(host, auth)
     if db_url is not None:
-        agent.checkpointer = from_url(db_url)
+        use_store(agent, from_url(db_url))  # its sub-agents' threads go there too
     app = create_app(agent, tokens=auth, use_env_tokens=False, poll_interval=poll_interval,
                      expiry_interval=expiry_interval, recovery_interval=recovery_interval,
                      limits=limits, notify=notify, dispatch=dispatch, langgraph_api=langgraph_api,

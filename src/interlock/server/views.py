@@ -14,9 +14,16 @@ from ..agent import Agent, ThreadState
 from ..audit_verify import AuditHead
 from ..authz import Reviewer, ThreadFacts, may_post
 from ..hitl import HITLRequest
-from ..interrupts import Interrupt
+from ..interrupts import Interrupt, PathStep
 from ..messages import Message
-from ..storage.base import AuditRecord, JournalEntry, RememberedApproval, ThreadRecord
+from ..storage.base import (
+    AuditRecord,
+    JournalEntry,
+    ParentLink,
+    RememberedApproval,
+    ThreadRecord,
+)
+from ..subagent_tree import parent_chain, tool_at
 from ..text import check_input
 
 PREVIEW_CHARS = 160
@@ -125,6 +132,9 @@ class CallSummary(BaseModel):
         default_factory=list,
         description="What the call's name, description and arguments hide (invisible or "
         "control characters, mixed-script words, padding); empty when nothing.")
+    path: list[PathStep] | None = Field(
+        default=None, description="For a call raised inside a sub-agent: the steps from this "
+        "thread to the call (docs/subagents.md); null for this thread's own calls.")
 
 
 class PendingSummary(BaseModel):
@@ -135,6 +145,9 @@ class PendingSummary(BaseModel):
     question: str | None = None
     """Preview of an ``interrupt()`` question."""
     tool_call_id: str | None = None
+    path: list[PathStep] | None = Field(
+        default=None, description="For a request raised inside a sub-agent: the steps from "
+        "this thread to the thread that raised it; null for this thread's own requests.")
 
 
 class ThreadSummary(BaseModel):
@@ -150,6 +163,9 @@ class ThreadSummary(BaseModel):
     outcome: str = Field(default="", description="How the latest run ended: the start of "
                          "the final answer, a cancellation or the error.")
     pending: list[PendingSummary]
+    parent_thread_id: str | None = Field(
+        default=None, description="Set on a sub-agent's thread: the thread whose call runs "
+        "it. Its requests are shown and decided there (docs/subagents.md).")
 
 
 class ThreadList(BaseModel):
@@ -192,6 +208,13 @@ class ThreadDetail(BaseModel):
     may_post: bool = Field(default=True, description="Whether the caller may send this "
                            "thread a new message (interlock.authz.may_post: its creator and "
                            "admins); the inbox offers a follow-up message only then.")
+    parent: ParentLink | None = Field(
+        default=None, description="Set on a sub-agent's thread: the call of the parent thread "
+        "that runs it (thread, call, tool, agent).")
+    root_thread_id: str | None = Field(
+        default=None, description="Set on a sub-agent's thread: the top-most thread, which "
+        "shows this thread's requests with their path; decide them there (posting decisions "
+        "here is a 409 SubAgentThread).")
 
 
 class Accepted(BaseModel):
@@ -276,13 +299,15 @@ def pending_summary(intr: Interrupt) -> PendingSummary:
                         allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,
                         expires_at=c.expires_at, reason=a.reason,
                         display_warnings=display.warnings(display.inspect(
-                            [a.name, a.description, *display.strings(a.args)])))
+                            [a.name, a.description, *display.strings(a.args)])),
+                        path=a.path)
             for a, c in zip(req.action_requests, req.review_configs, strict=True)
         ]
         return PendingSummary(interrupt_id=intr.id, kind="review", created_at=intr.created_at,
-                              calls=calls)
+                              calls=calls, path=intr.path)
     return PendingSummary(interrupt_id=intr.id, kind="input", created_at=intr.created_at,
-                          question=_preview(intr.value), tool_call_id=intr.tool_call_id)
+                          question=_preview(intr.value), tool_call_id=intr.tool_call_id,
+                          path=intr.path)
 
 
 def thread_summary(rec: ThreadRecord) -> ThreadSummary:
@@ -291,6 +316,7 @@ def thread_summary(rec: ThreadRecord) -> ThreadSummary:
         created_at=rec.created_at, updated_at=rec.updated_at, error=rec.error,
         last_decision=rec.last_decision, outcome=rec.outcome,
         pending=[pending_summary(i) for i in rec.pending],
+        parent_thread_id=rec.parent.thread_id if rec.parent is not None else None,
     )
 
 
@@ -301,23 +327,26 @@ async def thread_detail(agent: Agent, state: ThreadState,
                         reviewer: Reviewer | None = None) -> ThreadDetail:
     calls = await agent.ajournal(state.thread_id)
     history = await agent.aaudit(state.thread_id, limit=HISTORY_LIMIT + 1)
-    names: set[str] = set()
+    tools: dict[str, ToolInfo] = {}
     for intr in state.interrupts:
         if intr.kind == "review" and isinstance(intr.value, HITLRequest):
-            names.update(a.name for a in intr.value.action_requests)
-    tools = {
-        n: ToolInfo(name=n, description=t.description, args_schema=t.args_schema,
-                    read_only=t.read_only)
-        for n in sorted(names)
-        if (t := agent.tools_by_name.get(n)) is not None
-    }
+            for a in intr.value.action_requests:
+                # a sub-agent's call: the tool of the agent its path leads to
+                if a.name not in tools and (t := tool_at(agent, a.name, a.path)) is not None:
+                    tools[a.name] = ToolInfo(name=a.name, description=t.description,
+                                             args_schema=t.args_schema, read_only=t.read_only)
+    root = None
+    if state.parent is not None:
+        chain = await parent_chain(agent.checkpointer, state.thread_id)
+        root = chain[-1].thread_id if chain else state.parent.thread_id
     return ThreadDetail(
         thread_id=state.thread_id, status=state.status,
         version=state.version, created_at=state.created_at, updated_at=state.updated_at,
         preview=state.preview, error=state.error, metadata=state.metadata,
         messages=state.messages, interrupts=state.interrupts, remembered=state.remembered,
         calls=calls, history=history[:HISTORY_LIMIT],
-        history_truncated=len(history) > HISTORY_LIMIT, tools=tools,
+        history_truncated=len(history) > HISTORY_LIMIT, tools=dict(sorted(tools.items())),
         may_post=may_post(reviewer, ThreadFacts(
-            state.thread_id, created_by=state.created_by))
+            state.thread_id, created_by=state.created_by)) and state.parent is None,
+        parent=state.parent, root_thread_id=root,
     )

@@ -11,6 +11,8 @@ exist or wait — and publishes
 * ``request_resolved`` a pending request went away (decided, cancelled, expired);
 * ``thread_updated``   any change of the thread (also published on ``thread:<id>``);
 
+(a sub-agent's thread only on ``thread:<id>``: its requests are its parent's);
+
 each with the thread's current summary. Several changes of one thread between two polls arrive
 as one (its latest state). To tell which requests are new or gone it remembers the pending ids
 of the threads it saw change most recently (at most ``remember`` of them, so its memory does
@@ -125,6 +127,11 @@ class InboxWatcher:
 
     def _publish(self, r: ThreadRecord) -> None:
         summary = thread_summary(r).model_dump(mode="json")
+        if r.parent is not None:
+            # a sub-agent's thread: its requests reach the inbox through its parent's row
+            self.hub.publish(thread_topic(r.thread_id), "thread_updated", {"thread": summary},
+                             (facts_of(r),))
+            return
         seen = self._recent.get(r.thread_id)
         old = seen[0] if seen is not None else None
         new = list(r.pending)

@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from ...agent import Agent, ThreadState
 from ...errors import InvalidDecision, NoPendingInterrupt, StaleInterrupt
+from ...subagent_tree import tool_at
 from ...tools import Tool
 from .shapes import Pending, pending_entries
 
@@ -179,7 +180,7 @@ def to_decision(agent: Agent, tid: str, p: Pending, response: Any) -> Any:
             same_name = args.get("action", a.name) == a.name
             sent = args.get("args", a.args)
             if not same_name or not isinstance(sent, Mapping) or \
-                    coerce_args(agent.tools_by_name.get(a.name), sent) != a.args:
+                    coerce_args(tool_at(agent, a.name, a.path), sent) != a.args:
                 raise InvalidDecision(
                     tid, f"{where} is 'accept' with an action that differs from the pending "
                     f"call; 'accept' runs the call as proposed. Send the changed call as an "
@@ -193,7 +194,7 @@ def to_decision(agent: Agent, tid: str, p: Pending, response: Any) -> Any:
                 f"args = {{'action': TOOL_NAME, 'args': {{...}}}}.")
         name = args["action"]
         return {"type": "edit", "tool_call_id": a.tool_call_id, "edited_action": {
-            "name": name, "args": coerce_args(agent.tools_by_name.get(name), args["args"])}}
+            "name": name, "args": coerce_args(tool_at(agent, name, a.path), args["args"])}}
     # response
     if not isinstance(args, str) or not args.strip():
         raise InvalidDecision(

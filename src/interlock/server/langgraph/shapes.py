@@ -31,6 +31,7 @@ from ...agent import Agent, ThreadState
 from ...hitl import ActionRequest, HITLRequest, ReviewConfig
 from ...interrupts import Interrupt
 from ...messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ...subagent_tree import path_text
 
 Format = Literal["hitl", "inbox"]
 LGStatus = Literal["idle", "busy", "interrupted", "error"]
@@ -163,6 +164,8 @@ def inbox_description(action: ActionRequest, config: ReviewConfig) -> str:
     fenced."""
     lines = [f"**interlock review: tool {_code(action.name)}** (call "
              f"{_code(action.tool_call_id)})", ""]
+    if action.path:  # raised inside a sub-agent: the path from this thread to the call
+        lines += ["Raised inside a sub-agent: " + _code(path_text(action.path)), ""]
     lines += [_fence(action.description), ""]
     if action.reason:
         lines += ["Why this call pauses:", "", _fence(action.reason), ""]
@@ -181,12 +184,14 @@ def interrupt_value(p: Pending, fmt: Format) -> Any:
         if fmt == "hitl":
             return question
         text = question if isinstance(question, str) else json.dumps(question, ensure_ascii=False)
+        where = p.interrupt.path
         return {
             "action_request": {"action": "question", "args": {"question": question}},
             "config": {"allow_accept": False, "allow_edit": False, "allow_respond": True,
                        "allow_ignore": False},
             "description": "**The agent asks a question.** Answer with a response.\n\n"
-                           + _fence(text),
+                           + (f"Raised inside a sub-agent: {_code(path_text(where))}\n\n"
+                              if where else "") + _fence(text),
         }
     if fmt == "hitl":
         return HITLRequest(action_requests=[p.action], review_configs=[p.config]).to_json()

@@ -20,6 +20,7 @@ function describe(rec) {
       const extra = [];
       if (d.remember) extra.push(`remember for this ${d.remember}`);
       if (d.message) extra.push(`message: ${d.message}`);
+      if (d.via_thread_id) extra.push(`given on thread ${d.via_thread_id}`);
       // an edit shows what changed: the model's proposal against what ran
       const diff = d.edited_action
         ? argsDiff(d.args, d.edited_action.args, d.name, d.edited_action.name).el : null;
@@ -45,7 +46,18 @@ function describe(rec) {
     case "input_requested":
       return { what: "asked a question", detail: pretty(d.value) };
     case "input_answered":
-      return { what: "answered the question", detail: pretty(d.value) };
+      return { what: "answered the question",
+        detail: pretty(d.value) + (d.via_thread_id ? `\ngiven on thread ${d.via_thread_id}` : "") };
+    // the rows that link a parent thread and its sub-agents' threads
+    case "subagent_started":
+      return { what: `sub-agent thread started for call ${d.parent_tool_call_id} (${d.tool_name})`,
+        detail: `parent thread ${d.parent_thread_id} (agent ${d.parent_agent})` };
+    case "subagent_waiting":
+      return { what: `${d.name} waits for its sub-agent thread ${d.child_thread_id}`,
+        detail: (d.interrupts || []).length ? `requests shown here: ${d.interrupts.join(", ")}` : null, minor: true };
+    case "decision_routed":
+      return { what: `decision passed to sub-agent thread ${d.child_thread_id}`,
+        detail: `request ${d.interrupt_id}` + (d.step ? `, call ${d.step.tool_call_id} (${d.step.tool_name})` : "") };
     case "outcome_unknown":
       return { what: `outcome unknown: ${d.name}`, detail: "the process stopped while the call ran" };
     case "recovered":

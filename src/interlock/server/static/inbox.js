@@ -7,6 +7,7 @@ import { append, clear, h, keyButton, relTime, timeEl } from "./dom.js";
 import { argsDiff } from "./diff.js";
 import { argsEditor } from "./form.js";
 import { historyRow } from "./history.js";
+import { childNotice, pathEl, viaText } from "./subagents.js";
 
 const ROW_H = 78;
 const OVERSCAN = 6;
@@ -85,14 +86,15 @@ function countLabel() {
 }
 
 function requestLine(s) {
-  const review = s.pending.find((p) => p.kind === "review");
-  if (review && review.calls.length) {
-    const names = [...new Set(review.calls.map((c) => c.name))];
-    const extra = review.calls.length > 1 ? ` (${review.calls.length} calls)` : "";
-    return { title: names.join(", ") + extra, detail: review.calls[0].args_preview };
+  // every pending call (several requests: one per call, or one per sub-agent)
+  const calls = s.pending.filter((p) => p.kind === "review").flatMap((p) => p.calls);
+  if (calls.length) {
+    const names = [...new Set(calls.map((c) => c.name + viaText(c.path)))];
+    const extra = calls.length > 1 ? ` (${calls.length} calls)` : "";
+    return { title: names.join(", ") + extra, detail: calls[0].args_preview };
   }
   const input = s.pending.find((p) => p.kind === "input");
-  if (input) return { title: "Question for you", detail: input.question || "" };
+  if (input) return { title: `Question for you${viaText(input.path)}`, detail: input.question || "" };
   // a thread that waits for nobody: what it was about, and how it ended
   return { title: s.preview || s.thread_id,
     detail: s.outcome || (s.status === "running" ? "running…" : statusText(s.status)),
@@ -235,6 +237,7 @@ async function loadMore() {
 }
 
 function upsert(s) {
+  if (s.parent_thread_id) return;  // a sub-agent's thread: its requests are its parent's
   const cur = state.threads.get(s.thread_id);
   if (cur && cur.version > s.version) return;
   const fits = matchesStatus(s) && (cur || matchesSearch(s));
@@ -396,12 +399,13 @@ function renderHead(t) {
         "Keep")),
     h("p", { class: "error", role: "alert" }));
   append(clear(parts.head), [
+    childNotice(t),
     h("div", { class: "head-main" },
       h("h2", {}, "Thread ", h("code", { class: "thread-id" }, lineEl(t.thread_id))),
       h("span", { class: `badge status-${t.status}`, dataset: { status: t.status } }, statusText(t.status)),
       h("span", { class: "muted" }, "updated ", timeEl(t.updated_at))),
     t.preview ? textEl(t.preview, { tag: "p", lines: 4, chars: 600, attrs: { class: "head-preview" } }) : null,
-    pendingCalls ? h("div", { class: "head-actions" },
+    pendingCalls && !t.parent ? h("div", { class: "head-actions" },
       h("button", { type: "button", class: "btn ghost small", onclick: () => { cancelBox.hidden = false; } },
         "Cancel thread…")) : null,
     cancelBox]);
@@ -432,7 +436,8 @@ function reconcile(container, keyed) {
 function renderRequests(t) {
   const keyed = [];
   const next = new Map();
-  for (const intr of t.interrupts) {
+  // a sub-agent's thread is read-only here: its requests are decided on the top-most thread
+  for (const intr of t.parent ? [] : t.interrupts) {
     if (intr.kind === "review") {
       const req = intr.value;
       req.action_requests.forEach((action, i) => {
@@ -678,6 +683,7 @@ function reviewCard(t, intr, action, config, tool) {
       ...badges,
       lineEl(action.tool_call_id, 100, { class: "call-id mono", title: "tool call id" })),
     warningEl([action.name, action.description || "", ...strings(action.args)]),
+    pathEl(action.path),
     tool && tool.description ? textEl(tool.description, { tag: "p", lines: 6, attrs: { class: "tool-doc" } }) : null,
     description ? textEl(description, { lines: 8, attrs: { class: "desc" } }) : null,
     argsView(action.args),
@@ -756,6 +762,7 @@ function inputCard(t, intr) {
     h("header", { class: "card-head" }, h("span", { class: "tool-name" }, "The agent asks"),
       intr.tool_call_id ? h("span", { class: "call-id mono" }, intr.tool_call_id) : null),
     warningEl(strings(value)),
+    pathEl(intr.path),
     question !== null ? textEl(question, { tag: "p", attrs: { class: "question" } })
       : textEl(jsonView(value), { attrs: { class: "json mono" } }),
     box,
@@ -797,7 +804,9 @@ function decisionBadge(decision) {
 function pendingCallIds(t) {
   const ids = new Set();
   for (const intr of t.interrupts) {
-    if (intr.kind === "review") for (const a of intr.value.action_requests) ids.add(a.tool_call_id);
+    // a sub-agent's request waits on this thread's call that runs the sub-agent
+    if (intr.path && intr.path.length) ids.add(intr.path[0].tool_call_id);
+    else if (intr.kind === "review") for (const a of intr.value.action_requests) ids.add(a.tool_call_id);
     else if (intr.tool_call_id) ids.add(intr.tool_call_id);
   }
   return ids;

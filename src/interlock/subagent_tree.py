@@ -1,0 +1,152 @@
+"""The agents behind sub-agent tools (:meth:`interlock.Agent.as_tool`), as the surfaces need
+them: the agent and the tool a request's :class:`~interlock.interrupts.PathStep` path leads to
+(for the tool's description, schema and read-only flag), a path as one line of text, the
+top-most thread of a sub-agent's thread (where its requests are decided), thread listings
+without sub-agents' threads, a thread's audit rows together with its sub-agents', and giving
+an agent and all its sub-agents another store (``--db``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from . import display
+from .agent import Agent
+from .authz import Reviewer
+from .errors import NotAuthorized
+from .interrupts import PathStep
+from .storage.base import AuditRecord, Checkpointer, ParentLink, ThreadRecord
+from .subagents import SubAgentTool
+from .tools import Tool
+
+MAX_DEPTH = 64
+"""How far parent links are followed (a guard against a store that links in a circle)."""
+_ROW_ONLY = 2**62
+"""``load(after_seq=...)`` past every message: the thread row (and the open turn) only."""
+
+
+def child_agent_of(tool: Tool | None) -> Agent | None:
+    """The agent behind a sub-agent tool (None: not one)."""
+    if not isinstance(tool, SubAgentTool):
+        return None
+    inner = getattr(tool.runner, "agent", None)
+    return inner if isinstance(inner, Agent) else None
+
+
+def child_agent(agent: Agent, tool_name: str | None) -> Agent | None:
+    """The agent behind ``agent``'s sub-agent tool ``tool_name`` (None: not one)."""
+    return child_agent_of(agent.tools_by_name.get(tool_name or ""))
+
+
+def subagents(agent: Agent) -> Iterator[Agent]:
+    """Every agent reachable through sub-agent tools, each once (``agent`` not included)."""
+    seen = {id(agent)}
+    todo = [agent]
+    while todo:
+        for tool in todo.pop().tools:
+            inner = child_agent_of(tool)
+            if inner is not None and id(inner) not in seen:
+                seen.add(id(inner))
+                todo.append(inner)
+                yield inner
+
+
+def agent_at(agent: Agent, path: Sequence[PathStep] | None) -> Agent | None:
+    """The agent that raised a request with this path (``agent`` itself for ``None``): each
+    step but the last is a sub-agent call. None when the path does not fit these agents."""
+    current: Agent | None = agent
+    for step in (path or [])[:-1]:
+        if current is None:
+            return None
+        current = child_agent(current, step.tool_name)
+    return current
+
+
+def tool_at(agent: Agent, name: str, path: Sequence[PathStep] | None) -> Tool | None:
+    """The tool ``name`` of the agent a request's path leads to (None: unknown there)."""
+    owner = agent_at(agent, path)
+    return owner.tools_by_name.get(name) if owner is not None else None
+
+
+def path_text(path: Sequence[PathStep], width: int | None = None) -> str:
+    """``orchestrator: researcher › researcher: delete_file`` — each step as ``agent: tool``
+    (the last step of a question names the agent alone), every part made visible by
+    :mod:`interlock.display`."""
+    parts = []
+    for step in path:
+        agent = display.one_line(step.agent, 60)
+        parts.append(f"{agent}: {display.one_line(step.tool_name, 60)}" if step.tool_name
+                     else agent)
+    text = " › ".join(parts)
+    return text if width is None else display.one_line(text, width)
+
+
+async def top_level(list_threads: Callable[..., Awaitable[list[ThreadRecord]]], *,
+                    limit: int, before: datetime | None = None, before_id: str | None = None,
+                    **filters: Any) -> list[ThreadRecord]:
+    """``list_threads`` (a thread listing, e.g. ``agent.alist_threads``) without sub-agents'
+    threads: pages are read until ``limit`` rows are found or the listing ends. The keyset
+    cursor stays valid: the next page starts after the last row kept, and skips the same
+    sub-agents' threads again."""
+    out: list[ThreadRecord] = []
+    batch_size = max(limit, 100)
+    while len(out) < limit:
+        batch = await list_threads(limit=batch_size, before=before, before_id=before_id,
+                                   **filters)
+        out.extend(r for r in batch if r.parent is None)
+        if len(batch) < batch_size:
+            break
+        before, before_id = batch[-1].updated_at, batch[-1].thread_id
+    return out[:limit]
+
+
+async def parent_chain(store: Checkpointer, thread_id: str) -> list[ParentLink]:
+    """The parent links from ``thread_id`` up to its top-most thread (empty: not a
+    sub-agent's thread, or unknown)."""
+    chain: list[ParentLink] = []
+    tid = thread_id
+    while len(chain) < MAX_DEPTH:
+        snap = await store.load(tid, after_seq=_ROW_ONLY)
+        if snap is None or snap.thread.parent is None:
+            break
+        chain.append(snap.thread.parent)
+        tid = snap.thread.parent.thread_id
+    return chain
+
+
+async def with_subagents(agent: Agent, thread_id: str) -> list[str]:
+    """``thread_id`` and the threads of every sub-agent its calls ran, at any depth (read
+    from the journals: ``JournalEntry.child_thread``), parents before their children."""
+    found = [thread_id]
+    for tid in found:  # grows while it is read
+        if len(found) > 10_000:
+            break
+        found += [e.child_thread for e in await agent.ajournal(tid)
+                  if e.child_thread is not None and e.child_thread not in found]
+    return found
+
+
+async def audit_with_subagents(agent: Agent, thread_id: str, *, after_id: int = 0,
+                               limit: int = 1000, reviewer: Reviewer | None = None,
+                               ) -> list[AuditRecord]:
+    """The audit rows of ``thread_id`` and of its sub-agents' threads (see
+    :func:`with_subagents`) in insertion order: the first ``limit`` after ``after_id``. With
+    ``reviewer``: only the threads it may read (:mod:`interlock.authz`)."""
+    rows: list[AuditRecord] = []
+    for tid in await with_subagents(agent, thread_id):
+        try:
+            rows += await agent.aaudit(tid, after_id=after_id, limit=limit, reviewer=reviewer)
+        except NotAuthorized:
+            if tid == thread_id:
+                raise
+    rows.sort(key=lambda r: r.id or 0)
+    return rows[:limit]
+
+
+def use_store(agent: Agent, store: Checkpointer) -> None:
+    """Give ``agent`` and every agent behind its sub-agent tools the store ``store`` (they
+    keep their threads together; see :class:`~interlock.errors.SubAgentMismatch`)."""
+    agent.checkpointer = store
+    for inner in subagents(agent):
+        inner.checkpointer = store

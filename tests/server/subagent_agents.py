@@ -1,0 +1,104 @@
+"""An orchestrator with sub-agents for the surface tests (also loaded by ``interlock serve``
+and ``interlock review`` in a real process, as ``server.subagent_agents:make_lead``).
+
+``lead`` reads the first word of the user message:
+
+* ``clean``: the ``researcher`` (gated ``delete_file``, all decisions) and the ``dba`` (gated
+  ``drop_table``, approve / edit / reject, role ``dba`` only) in parallel, in one turn;
+* ``paint``: the ``manager``, which gives the ``painter`` the job; the painter's ``paint`` tool
+  asks which colour with ``interrupt()`` (depth 2);
+
+then answers ``lead: <results>``. Tool executions are counted in an
+:class:`~procs.subagent_team.Effects` (a file when ``INTERLOCK_TEST_EFFECTS`` is set, so that
+a test can count what another process ran).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from interlock import (
+    Agent,
+    Checkpointer,
+    HumanInTheLoop,
+    InterruptOn,
+    MemoryCheckpointer,
+    Message,
+    ScriptedModel,
+    SqliteCheckpointer,
+    ToolContext,
+    ToolMessage,
+    UserMessage,
+    tool,
+)
+from procs.subagent_team import Effects, build_chain
+
+EFFECTS_ENV = "INTERLOCK_TEST_EFFECTS"
+DB_ENV = "INTERLOCK_TEST_SUBAGENT_DB"
+
+
+def effects() -> Effects:
+    path = os.environ.get(EFFECTS_ENV)
+    return Effects(Path(path) if path else None)
+
+
+def _worker(tool_name: str, key: str, label: str) -> Any:
+    def script(messages: Sequence[Message]) -> Any:
+        last = messages[-1]
+        if isinstance(last, UserMessage):
+            return {"name": tool_name, "args": {key: last.content}}
+        results = [m.content for m in messages if isinstance(m, ToolMessage)]
+        return f"{label}: {results[-1] if results else ''}"
+
+    return script
+
+
+def lead_script(messages: Sequence[Message]) -> Any:
+    last = messages[-1]
+    if isinstance(last, UserMessage):
+        if last.content.startswith("paint"):
+            return {"name": "manager", "args": {"task": "kitchen"}, "id": "ask_manager"}
+        return [{"name": "researcher", "args": {"task": "notes.txt"}, "id": "ask_researcher"},
+                {"name": "dba", "args": {"task": "users"}, "id": "ask_dba"}]
+    results = [f"{m.name}={m.content}" for m in messages if isinstance(m, ToolMessage)]
+    return "lead: " + " ; ".join(results)
+
+
+def make_lead(checkpointer: Checkpointer | None = None, fx: Effects | None = None) -> Agent:
+    store = checkpointer
+    if store is None:
+        db = os.environ.get(DB_ENV)
+        store = SqliteCheckpointer(db) if db else MemoryCheckpointer()
+    fx = fx if fx is not None else effects()
+
+    @tool
+    def delete_file(path: str, ctx: ToolContext) -> str:
+        """Delete a file."""
+        fx.add(f"delete_file|{ctx.thread_id}|{ctx.tool_call_id}|{path}")
+        return f"deleted {path}"
+
+    @tool
+    def drop_table(name: str, ctx: ToolContext) -> str:
+        """Drop a database table."""
+        fx.add(f"drop_table|{ctx.thread_id}|{ctx.tool_call_id}|{name}")
+        return f"dropped {name}"
+
+    researcher = Agent(
+        name="researcher", model=ScriptedModel(_worker("delete_file", "path", "researcher")),
+        tools=[delete_file], checkpointer=store,
+        middleware=[HumanInTheLoop(interrupt_on={"delete_file": True})])
+    dba = Agent(
+        name="dba", model=ScriptedModel(_worker("drop_table", "name", "dba")),
+        tools=[drop_table], checkpointer=store,
+        middleware=[HumanInTheLoop(interrupt_on={"drop_table": InterruptOn(
+            allowed_decisions=["approve", "edit", "reject"], reviewers=["dba"],
+            allow_remember=False)})])
+    _, manager, _ = build_chain(store, fx)
+    return Agent(
+        name="lead", model=ScriptedModel(lead_script), checkpointer=store,
+        tools=[researcher.as_tool(description="Research and clean up files."),
+               dba.as_tool(description="Database administration."),
+               manager.as_tool(description="Manages the painters.")])
