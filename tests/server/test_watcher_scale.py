@@ -8,8 +8,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from conftest import StoreFactory
-from interlock import Agent, Checkpointer, Interrupt, ScriptedModel, ThreadRecord
-from interlock.server.hub import INBOX, Hub
+from interlock import (
+    Agent,
+    Checkpointer,
+    HumanInTheLoop,
+    Interrupt,
+    InterruptOn,
+    Reviewer,
+    ScriptedModel,
+    ThreadRecord,
+    tool,
+)
+from interlock.server.hub import INBOX, Hub, StreamEvent
 from interlock.server.watcher import InboxWatcher
 from interlock.storage.base import ChangeCursor, ChangePage, Commit
 
@@ -152,6 +162,53 @@ def test_watcher_reports_a_request_decided_elsewhere(stores: StoreFactory) -> No
         assert await settle(watcher, store, 1) == 1
         assert [(e, d.get("interrupt_id")) for e, d in events] == [
             ("request_resolved", "i-x0"), ("thread_updated", None)]
+        hub.close()
+
+    asyncio.run(go())
+
+
+def test_a_request_pending_since_before_the_start_leaves_its_reviewers_inboxes(
+        stores: StoreFactory) -> None:
+    """A reviewer who could decide a request but may not read the thread once it is decided
+    (not its creator, not an admin, not the decider) is still told that the request left the
+    inbox, although the watcher never saw the request pending; a reviewer without the roles
+    the call needs is not."""
+    @tool
+    def deploy(service: str) -> str:
+        """Deploy a service."""
+        return f"deployed {service}"
+
+    def make_agent(store: Checkpointer) -> Agent:
+        model = ScriptedModel([{"name": "deploy", "args": {"service": "api"}, "id": "c1"},
+                               "done"])
+        return Agent(model=model, tools=[deploy], checkpointer=store, middleware=[
+            HumanInTheLoop(interrupt_on={"deploy": InterruptOn(reviewers=["ops"])})])
+
+    async def go() -> None:
+        store = stores()
+        first = make_agent(store)
+        paused = await first.ainvoke("deploy the api", thread_id="t1")
+        assert paused.interrupted
+        hub = Hub()
+        watcher = InboxWatcher(make_agent(store), hub)  # a server that starts now
+        await watcher.prime()
+        sub = hub.subscribe(INBOX)
+        done = await make_agent(store).aresume(  # decided through another process
+            "t1", [{"type": "approve"}], reviewer=Reviewer("lead", frozenset({"ops"})))
+        assert done.output == "done"
+        for _ in range(200):
+            if await watcher.poll():
+                break
+            await asyncio.sleep(0.05)
+        events: list[StreamEvent] = []
+        while not sub.queue.empty():
+            ev = sub.queue.get_nowait()
+            assert ev is not None
+            events.append(ev)
+        resolved = [e for e in events if e.event == "request_resolved"]
+        assert [e.data["interrupt_id"] for e in resolved] == [paused.interrupts[0].id]
+        assert resolved[0].visible_to(Reviewer("carol", frozenset({"ops"})))
+        assert not resolved[0].visible_to(Reviewer("dave", frozenset({"sales"})))
         hub.close()
 
     asyncio.run(go())

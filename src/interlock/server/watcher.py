@@ -31,7 +31,7 @@ from collections import OrderedDict
 from datetime import timedelta
 
 from ..agent import Agent
-from ..authz import ThreadFacts, facts_of
+from ..authz import CallPolicy, ThreadFacts, facts_of
 from ..storage.base import ChangeCursor, ChangeSignals, ThreadRecord
 from .hub import INBOX, Hub, thread_topic
 from .views import thread_summary
@@ -115,9 +115,30 @@ class InboxWatcher:
             self.hub.publish(INBOX, "resync", {"reason": "too many changes; reload the inbox"})
             return 0
         for r in rows:
-            self._publish(r)
+            self._publish(r, await self._facts_before(r))
             self._remember(r)
         return len(rows)
+
+    async def _facts_before(self, r: ThreadRecord) -> ThreadFacts | None:
+        """Who could read the requests a thread not seen changing since start lists as
+        answered: the reviewers of the calls of its latest reviewed turn (read from its
+        journal). Without this, a reviewer who may no longer read the decided thread would
+        never be told that the request left their inbox."""
+        if r.thread_id in self._recent:
+            return None
+        pending = {i.id for i in r.pending}
+        if not any(iid not in pending for iid in r.resolved):
+            return None
+        reviewed = [e for e in await self.agent.checkpointer.journal(r.thread_id)
+                    if e.review is not None]
+        if not reviewed:
+            return None
+        last = max(e.turn for e in reviewed)
+        calls = tuple(CallPolicy(e.tool_call_id, e.name, None if e.review.reviewers is None
+                                 else tuple(e.review.reviewers))
+                      for e in reviewed if e.turn == last and e.review is not None)
+        return ThreadFacts(thread_id=r.thread_id, created_by=r.created_by, pending=calls,
+                           deciders=frozenset(r.deciders))
 
     def _remember(self, r: ThreadRecord) -> None:
         self._recent[r.thread_id] = (frozenset(i.id for i in r.pending), facts_of(r))
@@ -125,7 +146,7 @@ class InboxWatcher:
         while len(self._recent) > self.remember:
             self._recent.popitem(last=False)
 
-    def _publish(self, r: ThreadRecord) -> None:
+    def _publish(self, r: ThreadRecord, before: ThreadFacts | None = None) -> None:
         summary = thread_summary(r).model_dump(mode="json")
         if r.parent is not None:
             # a sub-agent's thread: its requests reach the inbox through its parent's row
@@ -138,7 +159,8 @@ class InboxWatcher:
         # an event is shown to the readers of the thread; a resolved request also to those
         # who could read it while it was pending (so their inbox drops it)
         now = (facts_of(r),)
-        then = now + ((seen[1],) if seen is not None else ())
+        then = now + ((seen[1],) if seen is not None else ()) + (
+            (before,) if before is not None else ())
         if old is None:
             # not seen changing since start: a request is new if created since then, and the
             # ones gone are those the thread lists as recently answered
