@@ -64,7 +64,8 @@ async def settle_waiting(txn: ThreadTxn, deps: RunDeps) -> None:
         else:
             pending = with_mirror(txn, deps, e, state)
             if pending != txn.t.pending:
-                await txn.commit(pending=pending)
+                txn.show(pending)
+                await txn.flush()
             if state.status == "busy":
                 txn.children_busy = True
 
@@ -131,6 +132,7 @@ async def _take(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec, r: Route, e: Jo
     updates: dict[str, Any] = {}
     if spec.reviewer is not None and spec.reviewer.id not in txn.t.deciders:
         updates["deciders"] = [*txn.t.deciders, spec.reviewer.id]  # they may read it now
-    await txn.commit(status="running", error=None, pending=with_mirror(txn, deps, e, state),
+    txn.show(with_mirror(txn, deps, e, state))
+    await txn.commit(status="running", error=None,
                      resolved=[*txn.t.resolved, *answered][-RESOLVED_KEPT:], audit=audit,
                      **updates)

@@ -106,7 +106,8 @@ async def wait_for_child(txn: ThreadTxn, deps: RunDeps, running: JournalEntry,
     here."""
     entry = running.model_copy(update={"state": CallState.WAITING, "updated_at": txn.now(),
                                        "child_thread": state.thread_id})
-    txn.stage(journal=[entry], pending=with_mirror(txn, deps, entry, state),
+    txn.show(with_mirror(txn, deps, entry, state))
+    txn.stage(journal=[entry],
               audit=[AuditItem(AuditKind.SUBAGENT_WAITING, SYSTEM, entry.tool_call_id, {
                   "child_thread_id": state.thread_id, "name": entry.effective.name,
                   "interrupts": [i.id for i in state.pending]})])

@@ -450,6 +450,14 @@ class ThreadTxn:
         self._events.append(InterruptRaised(self.thread_id, public_interrupt(intr)))
         return intr
 
+    def show(self, pending: list[Interrupt]) -> None:
+        """Stage ``pending`` as the thread's pending list (a sub-agent's requests shown here);
+        the ones new here are announced once the change is stored."""
+        known = {i.id for i in self.t.pending}
+        self.stage(pending=pending)
+        self._events += [InterruptRaised(self.thread_id, public_interrupt(i))
+                         for i in pending if i.id not in known]
+
     def raise_question(self, value: Any, *, origin: str, tool_call_id: str | None = None,
                        ) -> Interrupt:
         """Stage a question from ``interrupt(value)`` in a tool or an ``after_model`` hook

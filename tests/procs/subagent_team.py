@@ -38,6 +38,15 @@ tool is ``running``; inside the tool after its side effect; the tool's result is
 child's final answer is stored; the parent stored the child's answer as its call's result; the
 parent's final answer is stored."""
 
+CHAIN_KILL_POINTS = ("bottom_answer", "middle_claim", "top_claim", "bottom_running",
+                     "bottom_tool", "bottom_completed", "middle_result", "middle_completed",
+                     "top_result")
+"""The same for an answer given on ``boss`` to the question of ``painter`` (two levels down):
+the painter stored the answer; the manager recorded it; the boss recorded it; the painter's
+tool is ``running``; inside it after its side effect; the painter's final answer is stored;
+the manager stored it as its call's result; the manager's final answer is stored; the boss
+stored it as its call's result."""
+
 
 class Effects:
     """Side effects of the tools: ``name|thread|call|args`` lines, in memory or in a file."""

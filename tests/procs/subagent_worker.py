@@ -4,6 +4,8 @@
 thing and prints one JSON line:
 
 * ``start``     send the orchestrator its task (both children pause);
+* ``answer``    answer the pending question (``--chain``: the painter's, on the boss) with
+                ``--value``, killed like ``decide`` with ``--kill-at``;
 * ``decide``    approve (or ``--decision``) the pending request of ``--tool``'s child through
                 the parent; with ``--kill-at`` the process is killed with SIGKILL right after
                 the commit (or inside the tool) named by the point, see :data:`KILL_POINTS`;
@@ -25,7 +27,7 @@ from typing import Any
 
 from common import die
 from race_worker import serve
-from subagent_team import KILL_POINTS, Effects, build_team
+from subagent_team import CHAIN_KILL_POINTS, KILL_POINTS, Effects, build_chain, build_team
 
 from interlock import Agent, Checkpointer, RunResult
 from interlock.storage import from_url
@@ -45,25 +47,38 @@ class KillAt:
 
     def _matches(self, change: Commit) -> bool:
         t = change.thread
-        child = t.parent is not None and t.parent.tool_call_id == "ask_researcher"
+        role = t.parent.tool_name if t.parent is not None else "top"
+        child = role == "researcher"
+        bottom, middle = role == "painter", role == "manager"
+        top = t.thread_id == self.parent
         kinds = {a.kind for a in change.audit}
         states = {(e.tool_call_id, e.state) for e in change.journal}
+        running = any(s == CallState.RUNNING for _, s in states)
+        succeeded = any(s == CallState.SUCCEEDED for _, s in states)
         match self.point:
             case "child_decision":
                 return child and "decision" in kinds
-            case "parent_claim":
-                return t.thread_id == self.parent and "decision_routed" in kinds
-            case "child_running":
-                return child and any(s == CallState.RUNNING for _, s in states)
+            case "parent_claim" | "middle_claim" | "top_claim":
+                who = {"parent_claim": top, "middle_claim": middle, "top_claim": top}
+                return who[self.point] and "decision_routed" in kinds
+            case "child_running" | "bottom_running":
+                return (child or bottom) and running
             case "child_succeeded":
-                return child and any(s == CallState.SUCCEEDED for _, s in states)
-            case "child_completed":
-                return child and t.status == "completed"
+                return child and succeeded
+            case "child_completed" | "bottom_completed" | "middle_completed":
+                who = {"child_completed": child, "bottom_completed": bottom,
+                       "middle_completed": middle}
+                return who[self.point] and t.status == "completed"
             case "parent_result":
-                return t.thread_id == self.parent and \
-                    ("ask_researcher", CallState.SUCCEEDED) in states
+                return top and ("ask_researcher", CallState.SUCCEEDED) in states
+            case "middle_result":
+                return middle and succeeded
+            case "top_result":
+                return top and ("ask_manager", CallState.SUCCEEDED) in states
             case "parent_completed":
-                return t.thread_id == self.parent and t.status == "completed"
+                return top and t.status == "completed"
+            case "bottom_answer":
+                return bottom and "input_answered" in kinds
         return False
 
     async def commit(self, change: Commit, *, expected_version: int | None) -> None:
@@ -72,16 +87,16 @@ class KillAt:
             die()
 
 
-def build(db: str, effects: Path, kill_at: str | None = None,
-          thread: str = "") -> tuple[Agent, Effects]:
+def build(db: str, effects: Path, kill_at: str | None = None, thread: str = "",
+          chain: bool = False) -> tuple[Agent, Effects]:
     fx = Effects(effects)
-    if kill_at == "child_tool":
-        fx.after = lambda line: die() if line.startswith("delete_file") else None
+    if kill_at in ("child_tool", "bottom_tool"):
+        fx.after = lambda line: die()
     store: Any = from_url(db)
-    if kill_at is not None and kill_at != "child_tool":
+    if kill_at is not None and kill_at not in ("child_tool", "bottom_tool"):
         store = KillAt(store, kill_at, thread)
-    orch, _, _ = build_team(store, fx)
-    return orch, fx
+    top = (build_chain if chain else build_team)(store, fx)[0]
+    return top, fx
 
 
 def describe(result: RunResult) -> dict[str, Any]:
@@ -98,23 +113,32 @@ def pending_of(agent: Agent, thread: str, tool: str) -> str:
 
 def state(agent: Agent, thread: str, fx: Effects) -> dict[str, Any]:
     threads = {}
-    for tid in (thread, f"{thread}@ask_researcher", f"{thread}@ask_dba"):
+    tid: str | None = thread
+    todo = [thread]
+    while todo:
+        tid = todo.pop(0)
         t = agent.get_thread(tid)
+        journal = agent.journal(tid)
+        todo += [e.child_thread for e in journal if e.child_thread]
         threads[tid] = {
             "status": t.status,
             "messages": [json.loads(m.model_dump_json()) for m in t.messages],
             "interrupts": [i.model_dump(mode="json") for i in t.interrupts],
-            "journal": [json.loads(e.model_dump_json()) for e in agent.journal(tid)],
+            "journal": [json.loads(e.model_dump_json()) for e in journal],
             "audit": [r.kind for r in agent.audit(tid)],
         }
     return {"threads": threads, "effects": fx.all()}
 
 
 def once(a: argparse.Namespace) -> None:
-    agent, fx = build(a.db, a.effects, a.kill_at, a.thread)
+    agent, fx = build(a.db, a.effects, a.kill_at, a.thread, a.chain)
     out: dict[str, Any] = {}
     if a.mode == "start":
         out["result"] = describe(agent.invoke("clean up", thread_id=a.thread))
+    elif a.mode == "answer":
+        [question] = agent.get_thread(a.thread).interrupts
+        out["result"] = describe(agent.resume(a.thread, value=a.value,
+                                              interrupt_id=question.id))
     elif a.mode == "decide":
         iid = pending_of(agent, a.thread, a.tool)
         out["result"] = describe(agent.resume(a.thread, [json.loads(a.decision)],
@@ -140,12 +164,15 @@ def race(a: argparse.Namespace) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("kind", choices=["once", "race"])
-    p.add_argument("mode", nargs="?", choices=["start", "decide", "recover", "state"])
+    p.add_argument("mode", nargs="?", choices=["start", "decide", "answer", "recover", "state"])
     p.add_argument("--db", required=True)
     p.add_argument("--effects", required=True, type=Path)
     p.add_argument("--thread", default="")
     p.add_argument("--tool", default="delete_file")
-    p.add_argument("--kill-at", choices=KILL_POINTS)
+    p.add_argument("--kill-at", choices=KILL_POINTS + CHAIN_KILL_POINTS)
+    p.add_argument("--chain", action="store_true",
+                   help="boss -> manager -> painter instead of the orchestrator's team")
+    p.add_argument("--value", default="green")
     p.add_argument("--decision", default='{"type": "approve"}')
     p.add_argument("--unknown-decision", default='{"type": "reject"}')
     a = p.parse_args()

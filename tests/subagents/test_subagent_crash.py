@@ -18,7 +18,7 @@ import pytest
 
 from conftest import StoreFactory
 from interlock.messages import MESSAGE_ADAPTER
-from procs.subagent_team import KILL_POINTS
+from procs.subagent_team import CHAIN_KILL_POINTS, KILL_POINTS
 from transcript import assert_valid_transcript
 
 WORKER = Path(__file__).parents[1] / "procs" / "subagent_worker.py"
@@ -30,9 +30,10 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)]
 
 
-def run(stores: StoreFactory, *args: str, expect_kill: bool = False) -> dict[str, Any]:
+def run(stores: StoreFactory, *args: str, expect_kill: bool = False,
+        thread: str = THREAD) -> dict[str, Any]:
     cmd = [sys.executable, str(WORKER), "once", *args, "--db", stores.url(),
-           "--effects", str(stores.tmp_path / "effects.log"), "--thread", THREAD]
+           "--effects", str(stores.tmp_path / "effects.log"), "--thread", thread]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=WORKER.parent)
     if expect_kill:
         assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout, proc.stderr)
@@ -93,3 +94,39 @@ def test_kill_between_child_decision_and_parent_continuation(
     assert threads[RESEARCHER]["audit"].count("decision") == (2 if asked else 1)
     assert threads[RESEARCHER]["audit"].count("subagent_started") == 1
     assert threads[THREAD]["audit"].count("run_started") == 1
+
+
+@pytest.mark.parametrize("point", CHAIN_KILL_POINTS)
+def test_kill_between_a_grandchild_answer_and_the_top(stores: StoreFactory, point: str) -> None:
+    """boss -> manager -> painter; the painter's question is answered on the boss and the
+    process is killed at each step up to the boss's continuation."""
+    top = "crash-top"
+    started = run(stores, "start", "--chain", thread=top)["result"]
+    [question] = started["interrupts"]
+    assert question["kind"] == "input" and len(question["path"]) == 3
+    run(stores, "answer", "--chain", "--kill-at", point, expect_kill=True, thread=top)
+    unknown_answer = {"type": "approve"} if point == "bottom_running" else {"type": "reject"}
+    out = run(stores, "recover", "--chain", "--unknown-decision", json.dumps(unknown_answer),
+              thread=top)
+    threads = out["state"]["threads"]
+    asked = [i["value"]["action_requests"][0] for i in out["unknown"]]
+    if point in ("bottom_running", "bottom_tool"):
+        assert [(a["name"], a["reason"]) for a in asked] == [("paint", "outcome_unknown")]
+        assert [s["agent"] for s in asked[0]["path"]] == ["boss", "manager", "painter"]
+    else:
+        assert asked == []
+    assert len(threads) == 3
+    assert {t["status"] for t in threads.values()} == {"completed"}, (point, threads.keys())
+    assert all(t["interrupts"] == [] for t in threads.values())
+    effects = out["state"]["effects"]
+    assert [line.split("|")[0] for line in effects] == ["paint"], (point, effects)
+    assert effects[0].endswith("|kitchen=green")
+    for t in threads.values():
+        assert_valid_transcript([MESSAGE_ADAPTER.validate_python(m) for m in t["messages"]])
+        assert t["audit"].count("input_answered") <= 1
+    final = threads[top]["messages"][-1]["content"]
+    if point == "bottom_tool":
+        assert final.startswith("boss: manager: painter: ")
+    else:
+        assert final == "boss: manager: painter: painted the kitchen green"
+    assert threads[top]["audit"].count("run_started") == 1

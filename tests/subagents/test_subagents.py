@@ -18,12 +18,14 @@ from interlock import (
     HITLRequest,
     HumanInTheLoop,
     InterruptConflict,
+    InterruptRaised,
     InvalidDecision,
     MemoryCheckpointer,
     Message,
     NotAuthorized,
     PathStep,
     Reviewer,
+    RunCompleted,
     ScriptedModel,
     StaleInterrupt,
     SubAgentMismatch,
@@ -405,3 +407,19 @@ def test_a_child_decided_while_another_process_holds_the_parent(stores: StoreFac
     assert final.status == "completed"
     assert effects.counts() == {"delete_file": 1, "drop_table": 1}
     assert_valid_transcript(final.messages)
+
+
+def test_streaming_the_parent_announces_the_children_requests(stores: StoreFactory) -> None:
+    effects = Effects()
+    orch, _, _ = build_team(stores(), effects)
+    events = list(orch.stream("clean up", thread_id="s1"))
+    raised = [e.interrupt for e in events if isinstance(e, InterruptRaised)]
+    assert [(i.path[0].tool_call_id if i.path else None) for i in raised] == [
+        "ask_researcher", "ask_dba"]
+    assert {i.id for i in raised} == {i.id for i in orch.get_thread("s1").interrupts}
+    done = events[-1]
+    assert isinstance(done, RunCompleted) and done.result.interrupted
+    resumed = list(orch.stream(Command(resume={raised[0].id: {
+        "decisions": [{"type": "approve"}]}}), thread_id="s1"))
+    assert not [e for e in resumed if isinstance(e, InterruptRaised)]  # nothing new to show
+    assert effects.counts() == {"delete_file": 1}
