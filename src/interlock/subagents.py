@@ -113,6 +113,7 @@ class SubAgentTool(Tool):
     def __init__(self, runner: ChildRunner, *, name: str, description: str) -> None:
         super().__init__(_task, name=name, description=description, idempotent=True)
         self.runner = runner
+        self.is_async = True  # run() is the call: the child runs on the caller's event loop
 
     async def run(self, args: dict[str, Any], context: ToolContext) -> Any:
         task = self.validate_args(args)["task"]
