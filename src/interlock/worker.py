@@ -100,8 +100,8 @@ class Worker:
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(wake.set)
 
-            try:
-                stop_listening = store.on_signal("queue", signalled)
+            try:  # opening the listening connection blocks: not on the event loop
+                stop_listening = await asyncio.to_thread(store.on_signal, "queue", signalled)
             except InterlockError as exc:
                 log.warning("worker: listening for queued runs failed (%s); polling every "
                             "%g s", exc, self.poll_interval)

@@ -26,7 +26,8 @@ from ._common import DB_ENV, CliError, load_agent
               "env INTERLOCK_TOKENS / INTERLOCK_TOKENS_FILE; none = local mode).")
 @click.option("--poll-interval", default=0.5, show_default=True, type=click.FloatRange(min=0.05),
               help="Seconds between store polls for the live inbox (changes from other "
-              "processes appear within this time).")
+              "processes appear within this time; on Postgres every commit wakes the inbox "
+              "at once through LISTEN/NOTIFY, and polls are a fallback at least 5 s apart).")
 @click.option("--expiry-interval", default=30.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds between checks of review deadlines; 0 disables the sweeper.")
 @click.option("--recovery-interval", default=30.0, show_default=True,

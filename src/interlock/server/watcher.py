@@ -191,8 +191,8 @@ class InboxWatcher:
                 with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                     loop.call_soon_threadsafe(self.poke)
 
-            try:
-                stop_listening = store.on_signal("changes", signalled)
+            try:  # opening the listening connection blocks: not on the event loop
+                stop_listening = await asyncio.to_thread(store.on_signal, "changes", signalled)
                 self._listening = True
             except Exception:
                 log.exception("inbox watcher: listening for change signals failed; polling "
