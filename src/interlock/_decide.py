@@ -439,6 +439,9 @@ async def _cancel_children(txn: ThreadTxn, deps: RunDeps, reason: str | None,
                if e.state == CallState.WAITING and e.child_thread is not None]
     if not waiting:
         return
+    for e in waiting:  # none may be advanced elsewhere: then nothing is cancelled
+        if e.child_thread is not None and (busy := await txn.busy_elsewhere(e.child_thread)):
+            raise busy
     previous = txn.t.status
     await txn.commit(status="running")
     try:

@@ -44,6 +44,8 @@ from .storage.memory import MemoryCheckpointer
 from .text import check_thread_id, escaped, text_problem
 
 Sink = Callable[[Event], Awaitable[None]]
+ROW_ONLY = 2**62
+"""``load(after_seq=...)`` past every message: the thread row and the open turn only."""
 log = logging.getLogger("interlock")
 
 
@@ -198,6 +200,17 @@ class ThreadTxn:
                 raise ThreadBusy(self.thread_id, owner, here=is_this_process(owner))
             return True
         return t.status == "failed" and t.turn is not None
+
+    async def busy_elsewhere(self, thread_id: str) -> ThreadBusy | None:
+        """Whether another run advances the thread ``thread_id`` (e.g. a sub-agent's) right
+        now: the error to raise, or None. Reads the thread row only."""
+        snap = await self.store.load(thread_id, after_seq=ROW_ONLY)
+        t = snap.thread if snap is not None else None
+        if t is None or t.status != "running" or not t.lease_owner:
+            return None
+        if not owner_alive(t.lease_owner, t.lease_until, self.now(), thread_id):
+            return None
+        return ThreadBusy(thread_id, t.lease_owner, here=is_this_process(t.lease_owner))
 
     # ------------------------------------------------------------------ staging and storing
 

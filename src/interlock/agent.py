@@ -19,7 +19,7 @@ from ._snapshots import DEFAULT_THREADS, SnapshotCache
 from ._subagents import child_state, state_of
 from ._sync import iterate_blocking, run_blocking
 from ._texts import public_interrupt
-from ._txn import Sink, ThreadTxn
+from ._txn import ROW_ONLY, Sink, ThreadTxn
 from .audit_verify import AuditHead, AuditReport, export_head, verify_store
 from .authz import (
     Reviewer,
@@ -67,8 +67,6 @@ log = logging.getLogger("interlock")
 _UNSET: Any = object()
 _MAX_DEPTH = 64
 """How far up the parents of a sub-agent's thread are followed."""
-_ROW_ONLY = 2**62
-"""``load(after_seq=...)`` past every message: the thread row and the open turn only."""
 
 
 @dataclass(frozen=True)
@@ -293,7 +291,7 @@ class Agent:
         chain: list[ParentLink] = []
         tid = _known(thread_id)
         while len(chain) < _MAX_DEPTH:
-            snap = await self.checkpointer.load(tid, after_seq=_ROW_ONLY)
+            snap = await self.checkpointer.load(tid, after_seq=ROW_ONLY)
             if snap is None or snap.thread.parent is None:
                 break
             chain.append(snap.thread.parent)

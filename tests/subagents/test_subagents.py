@@ -14,6 +14,7 @@ from conftest import StoreFactory
 from interlock import (
     Agent,
     CallState,
+    Checkpointer,
     Command,
     HITLRequest,
     HumanInTheLoop,
@@ -30,6 +31,7 @@ from interlock import (
     StaleInterrupt,
     SubAgentMismatch,
     SubAgentThread,
+    ThreadBusy,
     ToolMessage,
     UserMessage,
     tool,
@@ -375,13 +377,7 @@ def test_a_child_decided_while_another_process_holds_the_parent(stores: StoreFac
     orch, _, _ = build_team(stores(), effects)
     pending = _by_tool(orch.invoke("clean up", thread_id="h1").interrupts)
     store = orch.checkpointer
-    snap = asyncio.run(store.load("h1"))
-    assert snap is not None
-    t = snap.thread
-    held = t.model_copy(update={"status": "running", "version": t.version + 1,
-                                "lease_owner": f"{HOST}|{os.getppid()}|other",
-                                "lease_until": datetime.now(UTC) + timedelta(minutes=5)})
-    asyncio.run(store.commit(Commit(thread=held), expected_version=t.version))
+    _hold(store, "h1")
 
     result = orch.resume("h1", [{"type": "approve"}], interrupt_id=pending["delete_file"].id)
     assert result.interrupted  # the parent could not be settled: it is held
@@ -423,3 +419,47 @@ def test_streaming_the_parent_announces_the_children_requests(stores: StoreFacto
         "decisions": [{"type": "approve"}]}}), thread_id="s1"))
     assert not [e for e in resumed if isinstance(e, InterruptRaised)]  # nothing new to show
     assert effects.counts() == {"delete_file": 1}
+
+
+def _hold(store: Checkpointer, thread_id: str) -> None:
+    """Mark ``thread_id`` as advanced right now by another live process."""
+    snap = asyncio.run(store.load(thread_id))
+    assert snap is not None
+    t = snap.thread
+    held = t.model_copy(update={"status": "running", "version": t.version + 1,
+                                "lease_owner": f"{HOST}|{os.getppid()}|other",
+                                "lease_until": datetime.now(UTC) + timedelta(minutes=5)})
+    asyncio.run(store.commit(Commit(thread=held), expected_version=t.version))
+
+
+def test_cancel_refused_while_a_child_is_advanced_elsewhere(stores: StoreFactory) -> None:
+    effects = Effects()
+    orch, _, _ = build_team(stores(), effects)
+    orch.invoke("clean up", thread_id="c1")
+    _hold(orch.checkpointer, "c1@ask_dba")
+    with pytest.raises(ThreadBusy):
+        orch.cancel("c1")
+    # nothing was cancelled: not the other child, not the parent's calls
+    assert orch.get_thread("c1").status == "interrupted"
+    assert orch.get_thread("c1@ask_researcher").status == "interrupted"
+    assert {e.state for e in orch.journal("c1")} == {CallState.WAITING}
+
+
+def test_audit_of_parent_and_children_verifies(stores: StoreFactory) -> None:
+    effects = Effects()
+    orch, _, _ = build_team(stores(), effects)
+    pending = _by_tool(orch.invoke("clean up", thread_id="a1").interrupts)
+    orch.resume("a1", [{"type": "approve"}], interrupt_id=pending["drop_table"].id)
+    orch.resume("a1", [{"type": "reject"}], interrupt_id=pending["delete_file"].id)
+    orch.invoke("clean up", thread_id="a2")
+    orch.cancel("a2")
+    assert orch.verify_audit() == []
+    started = [r for r in orch.audit("a1@ask_dba") if r.kind == "subagent_started"]
+    assert [(r.data["parent_thread_id"], r.data["parent_tool_call_id"]) for r in started] == [
+        ("a1", "ask_dba")]
+    waiting = [r.data["child_thread_id"] for r in orch.audit("a1")
+               if r.kind == "subagent_waiting"]
+    finished = [r.data["child_thread_id"] for r in orch.audit("a1")
+                if r.kind == "tool_finished"]
+    assert waiting == ["a1@ask_researcher", "a1@ask_dba"]
+    assert finished == ["a1@ask_dba", "a1@ask_researcher"]
