@@ -129,8 +129,12 @@ class InboxWatcher:
         pending = {i.id for i in r.pending}
         if not any(iid not in pending for iid in r.resolved):
             return None
-        reviewed = [e for e in await self.agent.checkpointer.journal(r.thread_id)
-                    if e.review is not None]
+        try:
+            journal = await self.agent.checkpointer.journal(r.thread_id)
+        except Exception:  # the change is still announced, to those who may read it now
+            log.exception("inbox watcher: reading the journal of %r failed", r.thread_id)
+            return None
+        reviewed = [e for e in journal if e.review is not None]
         if not reviewed:
             return None
         last = max(e.turn for e in reviewed)
