@@ -4,7 +4,9 @@
 
 * ``bench_cycle.png``: figure (a), median (bar) and p95 (whisker) of one cycle, per backend;
 * ``bench_bytes.png``: figure (b), bytes stored against K for both systems, log scale;
-* ``bench_cycle_k.png``: figure (b), time of the K-th cycle against K.
+* ``bench_cycle_k.png``: figure (b), time of the K-th cycle against K;
+* ``bench_inbox.png``: figure (inbox), p50 of the API and web inbox timings against the number
+  of waiting requests, with their targets (also from ``--inbox bench/results/scale_inbox.json``).
 """
 
 from __future__ import annotations
@@ -113,13 +115,56 @@ def plot_cycle_k(raw: dict[str, Any] | None, out: Path) -> None:
     plt.close(fig)
 
 
+INBOX_PANELS = [
+    ("API (ms, p50)", [("first_page", "first page"), ("search_oldest", "search: oldest only"),
+                       ("reviewer_dba", "reviewer (1 % readable)"),
+                       ("reviewer_ops", "reviewer (99 % readable)")]),
+    ("web inbox in Chromium (ms, p50)", [("inbox_first_rows", "first rows on screen"),
+                                         ("inbox_search_oldest", "search until oldest shown")]),
+]
+INBOX_COLORS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"]
+
+
+def plot_inbox(inbox: dict[str, Any], out: Path) -> None:
+    runs = inbox["runs"]
+    targets = inbox.get("targets_ms", {})
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for ax, (title, metrics) in zip(axes, INBOX_PANELS, strict=True):
+        for color, (key, label) in zip(INBOX_COLORS, metrics, strict=False):
+            for backend in ("sqlite", "postgres"):
+                pts = sorted((r["pending"], r[key]["p50_ms"]) for name, r in runs.items()
+                             if name.startswith(backend) and key in r)
+                if pts:
+                    ax.plot([x for x, _ in pts], [y for _, y in pts], STYLES[backend],
+                            color=color, marker="o", label=f"{label}, {backend}")
+            if key in targets:
+                ax.axhline(targets[key], color=color, alpha=0.35, linewidth=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        plain_log_axis(ax)
+        ax.set_xlabel("waiting requests (thin lines: targets)")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+        ax.grid(which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--results", default=str(HERE / "results" / "latest.json"))
     p.add_argument("--raw", default=None, help="raw file for the K-th-cycle plot (default: "
                    "the newest in bench/results/raw/ of the same run)")
     p.add_argument("--out", default=str(ROOT / "docs" / "img"))
+    p.add_argument("--inbox", default=None, help="only the inbox plot, from the JSON that "
+                   "bench/scale_inbox.py wrote")
     a = p.parse_args()
+    if a.inbox:
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        plot_inbox(json.loads(Path(a.inbox).read_text()), Path(a.out) / "bench_inbox.png")
+        print(f"plot written to {Path(a.out) / 'bench_inbox.png'}")
+        return
     res = json.loads(Path(a.results).read_text())
     raw = None
     raw_path = Path(a.raw) if a.raw else None
@@ -138,6 +183,8 @@ def main() -> None:
     if "b" in res:
         plot_bytes(res, out / "bench_bytes.png")
         plot_cycle_k(raw, out / "bench_cycle_k.png")
+    if "inbox" in res:
+        plot_inbox(res["inbox"], out / "bench_inbox.png")
     print(f"plots written to {out}")
 
 

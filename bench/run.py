@@ -20,7 +20,10 @@ run, and prints every figure with the ratio LangChain / interlock:
   (sse) 200 SSE subscribers of one ``interlock serve`` process: idle CPU and how long until
       every subscriber saw a decision (``sse_fanout.py``; interlock alone);
   (many) 32 threads cycling at once in one process on SQLite against the same 32 one after
-      another: cycles/s and fsyncs per cycle (``many_runs.py``; interlock alone).
+      another: cycles/s and fsyncs per cycle (``many_runs.py``; interlock alone);
+  (inbox) 1,000 / 10,000 / 100,000 waiting requests on SQLite and Postgres: the API's first
+      page, a text search only the oldest request matches, a reviewer's first page, and the
+      web inbox in headless Chromium (``scale_inbox.py``; interlock alone).
 
 Figures (a) and (b) run both systems in this process, alternating in blocks of cycles so that
 machine noise hits both alike. Results go to ``bench/results/latest.json`` (and the full
@@ -426,6 +429,13 @@ class Bench:
         args = ["--decisions", "10", "--idle", "16"] if self.quick else []
         self.fig_script("sse", "sse_fanout.py", args)
 
+    def fig_inbox(self, backends: list[str]) -> None:
+        stores = [b for b in backends if b in ("sqlite", "postgres")]
+        args = ["--sizes", "1000,10000", "--samples", "20", "--browser-samples", "5"] \
+            if self.quick else []
+        self.fig_script("inbox", "scale_inbox.py", [
+            *args, "--backends", ",".join(stores), "--pg-dsn", self.args.pg_dsn])
+
     def fig_many(self) -> None:
         args = ["--rounds", "1"] if self.quick else ["--rounds", "5", "--fsyncs"]
         self.fig_script("many", "many_runs.py", args)
@@ -511,9 +521,10 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backends", default="memory,sqlite,postgres",
                    help="comma-separated subset of memory,sqlite,postgres")
-    p.add_argument("--figures", default="a,b,c,d,e,import,workers,sse,many",
-                   help="comma-separated subset of a,b,c,d,e,import,workers,sse,many (e runs "
-                   "once, in memory; workers once, on Postgres; sse and many once, on SQLite)")
+    p.add_argument("--figures", default="a,b,c,d,e,import,workers,sse,many,inbox",
+                   help="comma-separated subset of a,b,c,d,e,import,workers,sse,many,inbox (e "
+                   "runs once, in memory; workers once, on Postgres; sse and many once, on "
+                   "SQLite; inbox on SQLite and Postgres)")
     p.add_argument("--quick", action="store_true",
                    help="fewer cycles, K up to 50, 1,000 threads for (d): a few minutes")
     p.add_argument("--threads", type=int, default=None, help="threads for (d)")
@@ -610,6 +621,8 @@ def main() -> int:
             bench.fig_sse()
         if "many" in figures:
             bench.fig_many()
+        if "inbox" in figures:
+            bench.fig_inbox(backends)
     finally:
         if args.workdir is None:  # with --workdir, the files and schemas stay for inspection
             shutil.rmtree(bench.workdir, ignore_errors=True)

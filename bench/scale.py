@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ import pg_util  # noqa: E402
 from il_side import InterlockSystem  # noqa: E402
 from scenario import machine_info, percentile  # noqa: E402
 
+from interlock import Interrupt  # noqa: E402
 from interlock.storage import from_url  # noqa: E402
 from interlock.storage.base import Checkpointer, Commit  # noqa: E402
 
@@ -60,8 +62,10 @@ def reset(backend: str, workdir: Path, dsn: str) -> None:
         pg_util.reset_schema(dsn, SCHEMA)
 
 
-async def fill(store: Checkpointer, n: int, template: Any, *, tag: str = "p") -> None:
-    """``n`` copies of the paused template thread, newest last, 64 commits in flight."""
+async def fill(store: Checkpointer, n: int, template: Any, *, tag: str = "p", start: int = 0,
+               reviewers: Callable[[int], list[str] | None] | None = None) -> None:
+    """Copies ``start`` ... ``n - 1`` of the paused template thread, newest last, 64 commits in
+    flight; ``reviewers(i)``: the roles that may decide copy ``i`` (default: the template's)."""
     t0 = template.thread
     sem = asyncio.Semaphore(64)
 
@@ -72,6 +76,8 @@ async def fill(store: Checkpointer, n: int, template: Any, *, tag: str = "p") ->
         when = datetime.fromtimestamp(at, UTC)
         pending = [p.model_copy(update={"id": f"{p.id}-{i}", "created_at": when})
                    for p in t0.pending]
+        if reviewers is not None:
+            pending = [with_reviewers(p, reviewers(i)) for p in pending]
         rec = t0.model_copy(update={
             "thread_id": tid, "version": 1, "created_at": when, "updated_at": when,
             "pending": pending, "lease_owner": None, "lease_until": None,
@@ -81,8 +87,20 @@ async def fill(store: Checkpointer, n: int, template: Any, *, tag: str = "p") ->
             await store.commit(Commit(thread=rec, messages=list(template.messages),
                                       journal=journal), expected_version=None)
 
-    for start in range(0, n, 2000):
-        await asyncio.gather(*(one(i) for i in range(start, min(n, start + 2000))))
+    for first in range(start, n, 2000):
+        await asyncio.gather(*(one(i) for i in range(first, min(n, first + 2000))))
+
+
+def with_reviewers(intr: Interrupt, roles: list[str] | None) -> Interrupt:
+    """A review interrupt whose calls only holders of ``roles`` may decide."""
+    value = intr.value
+    if isinstance(value, dict):
+        value = {**value, "review_configs": [{**c, "reviewers": roles}
+                                             for c in value.get("review_configs", [])]}
+    else:
+        value = value.model_copy(update={"review_configs": [
+            c.model_copy(update={"reviewers": roles}) for c in value.review_configs]})
+    return intr.model_copy(update={"value": value})
 
 
 async def burst(store: Checkpointer, n: int) -> None:

@@ -311,12 +311,16 @@ def _query(conn: sqlite3.Connection, what: str, *, status: str | None, search: s
                 params.append(limit)
         where.append("t.thread_id IN (" + " UNION ".join(parts or ["SELECT NULL"]) + ")")
     _cursor(where, params, "t", before, before_id)
+    order = " ORDER BY t.updated_at DESC, t.thread_id DESC"
     sql = f"SELECT {what} FROM {source}"
     if where:
         sql += " WHERE " + " AND ".join(where)
     if limit is not None:
-        sql += " ORDER BY t.updated_at DESC, t.thread_id DESC LIMIT ?"
+        sql += order + " LIMIT ?"
         params.append(limit)
+        if candidates is not None:  # sort the candidates' ids, then read the page's rows
+            sql = (f"SELECT {what} FROM interlock_threads t WHERE t.thread_id IN ("
+                   + sql.replace(f"SELECT {what} ", "SELECT t.thread_id ", 1) + ")" + order)
     return conn.execute(sql, params).fetchall()
 
 
