@@ -117,18 +117,19 @@ def plot_cycle_k(raw: dict[str, Any] | None, out: Path) -> None:
 
 INBOX_PANELS = [
     ("API (ms, p50)", [("first_page", "first page"), ("search_oldest", "search: oldest only"),
+                       ("search_oldest_id", "same, by sequential id"),
                        ("reviewer_dba", "reviewer (1 % readable)"),
                        ("reviewer_ops", "reviewer (99 % readable)")]),
     ("web inbox in Chromium (ms, p50)", [("inbox_first_rows", "first rows on screen"),
                                          ("inbox_search_oldest", "search until oldest shown")]),
 ]
-INBOX_COLORS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"]
+INBOX_COLORS = ["#1b9e77", "#d95f02", "#a6761d", "#7570b3", "#e7298a"]
 
 
 def plot_inbox(inbox: dict[str, Any], out: Path) -> None:
     runs = inbox["runs"]
     targets = inbox.get("targets_ms", {})
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
     for ax, (title, metrics) in zip(axes, INBOX_PANELS, strict=True):
         for color, (key, label) in zip(INBOX_COLORS, metrics, strict=False):
             for backend in ("sqlite", "postgres"):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import socket
@@ -81,7 +82,8 @@ async def fill(store: Checkpointer, n: int, template: Any, *, tag: str = "p", st
         rec = t0.model_copy(update={
             "thread_id": tid, "version": 1, "created_at": when, "updated_at": when,
             "pending": pending, "lease_owner": None, "lease_until": None,
-            "preview": f"request {tid}: {t0.preview}", "audit_seq": 0, "audit_hash": ""})
+            "preview": f"request {tid} (order {order_number(i)}): {t0.preview}",
+            "audit_seq": 0, "audit_hash": ""})
         journal = [e.model_copy() for e in template.journal.values()]
         async with sem:
             await store.commit(Commit(thread=rec, messages=list(template.messages),
@@ -89,6 +91,12 @@ async def fill(store: Checkpointer, n: int, template: Any, *, tag: str = "p", st
 
     for first in range(start, n, 2000):
         await asyncio.gather(*(one(i) for i in range(first, min(n, first + 2000))))
+
+
+def order_number(i: int) -> str:
+    """A value only copy ``i`` holds, shaped like the ids real requests carry (a random-looking
+    hex string, as ``uuid4().hex``), unlike the sequential thread ids of the copies."""
+    return hashlib.sha256(f"order-{i}".encode()).hexdigest()[:16]
 
 
 def with_reviewers(intr: Interrupt, roles: list[str] | None) -> Interrupt:

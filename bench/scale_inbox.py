@@ -11,7 +11,10 @@ its own process with three tokens (an admin, ``dana`` holding ``dba``, ``otto`` 
 and is measured, p50 / p95 of ``--samples`` requests each:
 
 * ``first_page``: the admin's first page of 50 pending requests;
-* ``search_oldest``: a text-filtered page whose only match is the oldest request (its id);
+* ``search_oldest``: a text-filtered page whose only match is the oldest request, searched by
+  a value only it holds (an order number shaped like a ``uuid4().hex``);
+  ``search_oldest_id``: the same page searched by its sequential thread id ``p000000``, whose
+  trigrams (``p00``, ``000``) one in ten requests share (the worst case for a trigram index);
 * ``search_common``: a text filter that every request matches;
 * ``reviewer_dba``: dana's first page (she may decide 1 % of the requests, and read nothing
   else), ``reviewer_ops``: otto's (99 %);
@@ -19,8 +22,8 @@ and is measured, p50 / p95 of ``--samples`` requests each:
   of other processes inflates much less than the wall-clock figures;
 * in Chromium (Debian ``chromium`` through Playwright's ``executable_path``), signed in as the
   admin: ``inbox_first_rows``, from navigation to the first row of the list on screen, and
-  ``inbox_search_oldest``, from typing the oldest request's id into the filter box until its
-  row is the one row on screen (this includes the inbox's 200 ms typing pause).
+  ``inbox_search_oldest``, from typing the oldest request's order number into the filter box
+  until its row is the one row on screen (this includes the inbox's 200 ms typing pause).
 
 On Postgres the tables are ``ANALYZE``d after each fill, as autovacuum would have done by
 then in a running system. Prints a table; writes ``bench/results/scale_inbox.json``.
@@ -49,6 +52,7 @@ from scale import (  # noqa: E402
     SCHEMA,
     cpu_seconds,
     fill,
+    order_number,
     reset,
     serve,
     template_thread,
@@ -108,8 +112,10 @@ def api(base: str, size: int, samples: int, pid: int) -> dict[str, Any]:
             assert [t["thread_id"] for t in d["threads"]] == [OLDEST], d["threads"][:3]
 
         out["first_page"] = latency(c, "/api/threads", page, samples, full)
-        out["search_oldest"] = latency(c, "/api/threads", {**page, "q": OLDEST}, samples,
-                                       oldest)
+        out["search_oldest"] = latency(c, "/api/threads", {**page, "q": order_number(0)},
+                                       samples, oldest)
+        out["search_oldest_id"] = latency(c, "/api/threads", {**page, "q": OLDEST}, samples,
+                                          oldest)
         out["search_common"] = latency(c, "/api/threads", {**page, "q": "write_file"},
                                        samples, full)
     with client(DANA) as c:
@@ -153,7 +159,7 @@ def browser(base: str, samples: int) -> dict[str, Any]:
             box = pg.locator("#search")
             for _ in range(samples):
                 t0 = time.perf_counter()
-                box.fill(OLDEST)
+                box.fill(order_number(0))
                 pg.wait_for_function(
                     "id => { const r = [...document.querySelectorAll('#list .row')];"
                     " return r.length === 1 && r[0].dataset.threadId === id"
