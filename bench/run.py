@@ -487,7 +487,7 @@ def _workers_figure(bench: Bench) -> None:
     quick = bench.args.quick
     ns = argparse.Namespace(pg_dsn=bench.args.pg_dsn, threads=300 if quick else 1000,
                             clients=50, kill_threads=100 if quick else 200, claim_lease=2.0,
-                            rounds=1 if quick else 2)
+                            rounds=1 if quick else 2, latency_decisions=20 if quick else 50)
     bench.results["workers"] = workers.run(ns)
 
 

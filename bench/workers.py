@@ -20,6 +20,9 @@ tool whose side effect is a line in a file), on a fresh Postgres schema:
   calls started twice (must be 0), threads left unsettled (must be 0), and how long until the
   surviving worker had settled everything. The outcome-unknown requests are then answered
   (``respond``) and no tool may start again.
+* **inbox latency across processes**: two API-only servers and a worker, each polling only
+  every 30 s; decisions posted one by one to server A; the time until server B's inbox stream
+  shows the request resolved, and the thread completed (LISTEN/NOTIFY, not polling).
 
 Prints a table; writes ``bench/results/workers.json``.
 """
@@ -48,7 +51,8 @@ import pg_util  # noqa: E402
 from scenario import machine_info  # noqa: E402
 
 DEFAULT_DSN = os.environ.get("INTERLOCK_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-SCHEMA = "bench_workers"
+SCHEMA = f"bench_workers_{os.getpid()}"
+"""One schema per run: runs on the same Postgres server at the same time stay apart."""
 READY = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 
 
@@ -262,7 +266,12 @@ def kill_phase(dsn: str, url: str, n: int, clients: int, lease: float,
         async def decide_and_kill() -> tuple[float, Counter[int], float]:
             task = asyncio.create_task(post_decisions(f"http://127.0.0.1:{api.port}", pending,
                                                       clients))
+            give_up = time.perf_counter() + 120
             while True:  # until worker 1 is inside a tool
+                if time.perf_counter() > give_up:
+                    task.cancel()
+                    raise RuntimeError("worker 1 never started a tool:\n"
+                                       + "".join(w1.lines[-40:]))
                 rows = executions(exec_log)
                 started = Counter(k for kind, k, pid in rows if pid == w1.pid and kind == "S")
                 done = Counter(k for kind, k, pid in rows if pid == w1.pid and kind == "F")
@@ -337,6 +346,86 @@ async def outcome_unknown(base: str, dsn: str) -> dict[str, str]:
             before = (page["next_before"], page["next_before_id"])
 
 
+class InboxStream:
+    """``GET /api/inbox/events`` read in a thread: (arrival time, event, data) as they come."""
+
+    def __init__(self, url: str) -> None:
+        import queue
+        import threading
+
+        self.events: queue.Queue[tuple[float, str, dict[str, Any]]] = queue.Queue()
+        self.open = threading.Event()
+        threading.Thread(target=self._run, args=(url,), daemon=True).start()
+        if not self.open.wait(20):
+            raise RuntimeError("the inbox stream did not open")
+
+    def _run(self, url: str) -> None:
+        with httpx.Client(timeout=httpx.Timeout(10, read=None)) as c, \
+                c.stream("GET", url) as r:
+            self.open.set()
+            block: dict[str, str] = {}
+            for line in r.iter_lines():
+                if not line:
+                    if "event" in block:
+                        self.events.put((time.perf_counter(), block["event"],
+                                         json.loads(block.get("data", "null"))))
+                    block = {}
+                elif not line.startswith(":") and ":" in line:
+                    k, _, v = line.partition(":")
+                    block[k] = v.lstrip(" ")
+
+    def until(self, pred: Any, within: float = 30.0) -> float:
+        deadline = time.perf_counter() + within
+        while True:
+            at, event, data = self.events.get(timeout=max(0.01, deadline - time.perf_counter()))
+            if pred(event, data):
+                return at
+
+
+def inbox_latency(dsn: str, url: str, n: int, work: Path) -> dict[str, Any]:
+    """Two API-only servers and a worker, every one polling only every 30 s: ``n`` decisions
+    posted one after another to server A; when server B's inbox stream shows each request
+    resolved, and the thread completed (after the worker ran it)."""
+    from scenario import percentile
+
+    pg_util.reset_schema(dsn, SCHEMA)
+    exec_log = work / "exec-latency.log"
+    exec_log.write_text("")
+    pending = asyncio.run(prefill(url, "go", n))
+    procs: list[Proc] = []
+    resolved: list[float] = []
+    completed: list[float] = []
+    try:
+        a = serve(url, exec_log, "--api-only", "--poll-interval", "30")
+        b = serve(url, exec_log, "--api-only", "--poll-interval", "30")
+        procs = [a, b, worker(url, exec_log, "worker", "--poll-interval", "30")]
+        stream = InboxStream(f"http://127.0.0.1:{b.port}/api/inbox/events")
+        time.sleep(1)  # every process listens
+        with httpx.Client(base_url=f"http://127.0.0.1:{a.port}", timeout=30) as c:
+            for tid, iid in pending.items():
+                t0 = time.perf_counter()
+                r = c.post(f"/api/threads/{tid}/decisions",
+                           json={"interrupt_id": iid, "decisions": [{"type": "approve"}]})
+                assert r.status_code == 202, r.text
+                resolved.append(stream.until(
+                    lambda e, d, i=iid: e == "request_resolved" and d["interrupt_id"] == i)
+                    - t0)
+                completed.append(stream.until(
+                    lambda e, d, t=tid: e == "thread_updated" and d["thread"]["thread_id"] == t
+                    and d["thread"]["status"] == "completed") - t0)
+    finally:
+        for p in procs:
+            p.stop()
+    ms = 1000.0
+    return {"decisions": n, "poll_interval_s": 30,
+            "resolved_ms_p50": percentile(resolved, 50) * ms,
+            "resolved_ms_p95": percentile(resolved, 95) * ms,
+            "resolved_ms_max": max(resolved) * ms,
+            "completed_ms_p50": percentile(completed, 50) * ms,
+            "completed_ms_p95": percentile(completed, 95) * ms,
+            "completed_ms_max": max(completed) * ms}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     dsn = args.pg_dsn
     url = f"{dsn}?options=-csearch_path%3D{SCHEMA}"
@@ -350,6 +439,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"{r['accepted_per_s']:.0f}/s, finished {r['finished_per_s']:.0f}/s "
                 f"({r['finished_s']:.1f} s); tools exactly once: {r['tools_exactly_once']}; "
                 f"CPU s {r['cpu_s']}")
+        lat = inbox_latency(dsn, url, args.latency_decisions, work)
+        results["inbox_latency"] = lat
+        log(f"  across processes (every poll 30 s apart): a decision posted to API A is "
+            f"resolved in API B's inbox stream after {lat['resolved_ms_p50']:.0f} / "
+            f"{lat['resolved_ms_p95']:.0f} ms (p50 / p95, max {lat['resolved_ms_max']:.0f}), "
+            f"the thread completed (run by the worker) after {lat['completed_ms_p50']:.0f} / "
+            f"{lat['completed_ms_p95']:.0f} ms")
         k = kill_phase(dsn, url, args.kill_threads, args.clients, args.claim_lease, work)
         results["kill"] = k
         log(f"  kill -9 of worker 1 with {k['killed_worker_in_tool']} call(s) in a tool: "
@@ -371,6 +467,7 @@ def main() -> int:
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--kill-threads", type=int, default=200)
     p.add_argument("--claim-lease", type=float, default=2.0)
+    p.add_argument("--latency-decisions", type=int, default=50)
     p.add_argument("--rounds", type=int, default=2, help="1: each mode once; 2: alternating")
     p.add_argument("--out", default=str(HERE / "results"))
     args = p.parse_args()

@@ -43,6 +43,11 @@ CLOCK_MARGIN = timedelta(seconds=2)
 process's clock may lag a little)."""
 
 
+HELD_MAX = 0.25
+"""Seconds at most between reads while committed changes wait behind an open transaction (it
+may not send a signal when it ends)."""
+
+
 class InboxWatcher:
     def __init__(
         self,
@@ -211,9 +216,10 @@ class InboxWatcher:
                     raise
                 except Exception:
                     log.exception("inbox watcher: reading the change feed failed; retrying")
-                # changes held back by an older open transaction: look again soon (backing
-                # off while that transaction stays open)
-                held_wait = min(held_wait * 2, self.interval) if self._held else self.min_gap
+                # changes held back by an older open transaction (on Postgres, of any database
+                # of the server): look again soon, backing off to HELD_MAX while it stays open
+                held_wait = min(held_wait * 2, self.interval, HELD_MAX) if self._held \
+                    else self.min_gap
                 await self._nap(held_wait if self._held else None)
         finally:
             if stop_listening is not None:
