@@ -52,7 +52,7 @@ async def perform(
         raise no_run_queue(store)
     txn = ThreadTxn(store, thread_id, Lease(deps.owner, deps.lease, deps.clock), sink=sink,
                     on_stored=on_stored, snapshots=deps.snapshots, handoff=handoff,
-                    claimed=claimed)
+                    claimed=claimed, agent_name=deps.agent_name)
     with local_run(thread_id):
         try:
             return await step(txn)

@@ -119,7 +119,7 @@ async def start_child(txn: ThreadTxn, deps: RunDeps, new_messages: list[Message]
     that call before (the call runs again after a crash) is continued, never started over."""
     await txn.load(create=True)
     if txn.version is not None:
-        if txn.t.parent != caller.link:
+        if txn.t.parent is None or not txn.t.parent.same_call(caller.link):
             raise SubAgentThread(
                 txn.thread_id, caller.link.thread_id, caller.link.tool_call_id,
                 "a thread with this id exists and was not started by that call; rename the "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .hitl import HITLRequest
-from .interrupts import Interrupt
+from .interrupts import Interrupt, PathStep
 from .outbox import (
     EventType,
     Notice,
@@ -33,13 +33,19 @@ _BY_AUDIT: dict[str, EventType] = {
 
 
 def _reviews(thread: ThreadRecord | None) -> dict[str, Interrupt]:
+    """The thread's own review requests. Requests mirrored from its sub-agents (``path``
+    set) are announced by the commits of the sub-agent's thread, once each."""
     if thread is None:
         return {}
-    return {i.id: i for i in thread.pending if i.kind == "review"}
+    return {i.id: i for i in thread.pending if i.kind == "review" and i.path is None}
 
 
-def notice_calls(review: Interrupt, journal: Mapping[str, JournalEntry]) -> list[NoticeCall]:
-    """The calls of a review request as notifications show them, with their current state."""
+def notice_calls(review: Interrupt, journal: Mapping[str, JournalEntry],
+                 above: list[PathStep] | None = None, where: PathStep | None = None,
+                 ) -> list[NoticeCall]:
+    """The calls of a review request as notifications show them, with their current state.
+    For a sub-agent's request, ``above`` are the sub-agent calls from the top-most thread down
+    to it and ``where`` its thread and agent: each call's path ends at the call."""
     req = HITLRequest.model_validate(review.value)
     out = []
     for a, c in zip(req.action_requests, req.review_configs, strict=True):
@@ -57,7 +63,9 @@ def notice_calls(review: Interrupt, journal: Mapping[str, JournalEntry]) -> list
             state=state, decided_by=e.decided_by if e is not None and
             e.state != CallState.PENDING_REVIEW else None,
             message=message,
-            expires_at=c.expires_at, escalate_at=c.escalate_at))
+            expires_at=c.expires_at, escalate_at=c.escalate_at,
+            path=None if above is None or where is None else [*above, where.model_copy(
+                update={"tool_call_id": a.tool_call_id, "tool_name": a.name})]))
     return out
 
 
@@ -66,9 +74,17 @@ def outbox_events(
     new: ThreadRecord,
     journal: Mapping[str, JournalEntry],
     audit: Sequence[AuditRecord],
+    *,
+    agent: str = "agent",
 ) -> list[OutboxEvent]:
-    """The events of one commit from ``stored`` (the thread row it replaces) to ``new``."""
+    """The events of one commit from ``stored`` (the thread row it replaces) to ``new``, by
+    the agent named ``agent``. A sub-agent's thread announces its requests under the
+    top-most thread, where they are decided, with the path to each call."""
     before, after = _reviews(stored), _reviews(new)
+    link = new.parent
+    above = link.steps() if link is not None else None
+    where = PathStep(thread_id=new.thread_id, agent=agent) if link is not None else None
+    shown_on = link.root_thread_id if link is not None else new.thread_id
     found: dict[tuple[str, EventType], AuditRecord] = {}
     for rec in audit:
         kind = _BY_AUDIT.get(rec.kind)
@@ -95,13 +111,14 @@ def outbox_events(
             eid = new_event_id()
         roles = rec.data.get("roles") if kind == "request.escalated" else None
         notice = Notice(
-            thread_id=new.thread_id, interrupt_id=iid, thread_version=new.version,
+            thread_id=shown_on, interrupt_id=iid, thread_version=new.version,
+            subagent_thread_id=new.thread_id if link is not None else None,
             actor=rec.actor, roles=list(roles) if isinstance(roles, list) else None,
             calls=notice_calls(after.get(iid, shown) if kind in (
                 "request.raised", "request.escalated", "request.approval_recorded") else shown,
-                journal),
+                journal, above, where),
             pending=iid in after)
-        events.append(OutboxEvent(id=eid, type=kind, thread_id=new.thread_id,
+        events.append(OutboxEvent(id=eid, type=kind, thread_id=shown_on,
                                   created_at=rec.ts, next_at=rec.ts, notice=notice))
     events.sort(key=lambda e: (e.created_at, e.type != "request.raised"))
     return events

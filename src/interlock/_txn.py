@@ -83,8 +83,11 @@ class ThreadTxn:
         snapshots: SnapshotCache | None = None,
         handoff: bool = False,
         claimed: bool = False,
+        agent_name: str = "agent",
     ) -> None:
         self.store = store
+        self.agent_name = agent_name
+        """The agent running this thread (named in the paths of its notifications)."""
         self.handoff = handoff
         """Store the input and queue the run for a worker instead of running it here."""
         self.claimed = claimed
@@ -278,7 +281,8 @@ class ThreadTxn:
             "audit_seq": seq, "audit_hash": prev,
         })
         # notifications of this change are stored with it (the transactional outbox)
-        outbox = outbox_events(self._stored, new, self.s.journal, records)
+        outbox = outbox_events(self._stored, new, self.s.journal, records,
+                               agent=self.agent_name)
         try:
             await self.store.commit(
                 Commit(thread=new, messages=self._messages, journal=list(self._journal.values()),

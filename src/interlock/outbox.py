@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .interrupts import PathStep
+
 EventType = Literal[
     "request.raised",
     "request.approval_recorded",
@@ -62,13 +64,22 @@ class NoticeCall(BaseModel):
     """The reviewer's message of a reject / respond."""
     expires_at: datetime | None = None
     escalate_at: datetime | None = None
+    path: list[PathStep] | None = None
+    """For a call of a sub-agent (``Agent.as_tool``): the steps from the top-most thread
+    (``Notice.thread_id``) down to the call itself, as in the API's ``ActionRequest.path``;
+    ``None`` for a call of the thread's own agent."""
 
 
 class Notice(BaseModel):
     """What happened to one review request: the body of every channel's message."""
 
     thread_id: str
+    """The thread the request is decided on: for a sub-agent's request, the top-most thread
+    that shows it (decisions posted to the sub-agent's own thread are refused)."""
     interrupt_id: str
+    subagent_thread_id: str | None = None
+    """For a sub-agent's request: the sub-agent's thread that raised it (``None``: raised on
+    ``thread_id`` itself)."""
     thread_version: int
     """Orders the events of one request (deliveries may arrive out of order after retries)."""
     actor: str | None = None

@@ -32,11 +32,13 @@ def executions() -> list[str]:
 
 
 def make_agent(store: Checkpointer, policy: InterruptOn | None = None,
-               clock: Callable[[], datetime] | None = None, **kw: Any) -> Agent:
+               clock: Callable[[], datetime] | None = None, model: Any = None,
+               **kw: Any) -> Agent:
     policy = policy or InterruptOn(allowed_decisions=["approve", "reject"], reviewers=["dba"])
     extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
     return Agent(
-        model=ScriptedModel([{"name": "execute_sql", "args": {"query": QUERY}}, "Done."]),
+        model=model or ScriptedModel([{"name": "execute_sql", "args": {"query": QUERY}},
+                                      "Done."]),
         tools=[execute_sql],
         middleware=[HumanInTheLoop(interrupt_on={"execute_sql": policy})],
         checkpointer=store, **extra, **kw)
@@ -59,3 +61,28 @@ def notify_agent() -> Agent:
 
     return make_agent(MemoryCheckpointer(),
                       InterruptOn(allowed_decisions=["approve", "reject"]))
+
+
+def make_team(store: Checkpointer, policy: InterruptOn | None = None,
+              clock: Callable[[], datetime] | None = None) -> Agent:
+    """An ``orchestrator`` whose sub-agent ``sqlbot`` (call id ``ask_sqlbot``) runs the gated
+    ``execute_sql`` (role ``dba`` by default); the orchestrator answers ``done: <result>``."""
+    from interlock import ToolMessage, UserMessage
+
+    def sqlbot_script(messages: list[Any]) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return {"name": "execute_sql", "args": {"query": messages[-1].content}}
+        return f"sqlbot: {messages[-1].content}"
+
+    def lead_script(messages: list[Any]) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return {"name": "sqlbot", "args": {"task": QUERY}, "id": "ask_sqlbot"}
+        last = messages[-1]
+        return f"done: {last.content}" if isinstance(last, ToolMessage) else "done"
+
+    extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
+    sqlbot = make_agent(store, policy, clock=clock, model=ScriptedModel(sqlbot_script),
+                        name="sqlbot")
+    return Agent(name="orchestrator", model=ScriptedModel(lead_script),
+                 tools=[sqlbot.as_tool(description="Runs SQL for the orchestrator.")],
+                 checkpointer=store, **extra)

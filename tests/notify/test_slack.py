@@ -137,6 +137,35 @@ def test_a_decision_elsewhere_updates_the_slack_message(setup: tuple[Any, ...]) 
     assert executions() == []
 
 
+def escalation_dispatcher(store: Any, slack: FakeSlack, now: list[Any]) -> Any:
+    """A dispatcher on the clock ``now[0]`` posting to ``slack``: dba and on-call channels."""
+    from interlock.notify import Dispatcher, build_channels
+
+    config = NotifyConfig.model_validate({
+        "slack": {"token": slack.token, "signing_secret": SIGNING_SECRET,
+                  "channel": "#approvals", "api_url": slack.url,
+                  "channels": {"dba": "#dba", "oncall": "#oncall"}}})
+    return Dispatcher(store, build_channels(config, store), settings=config.dispatch,
+                      clock=lambda: now[0])
+
+
+def raise_and_escalate(agent: Any, dispatcher: Any, slack: FakeSlack, now: list[Any],
+                       thread_id: str) -> list[dict[str, Any]]:
+    """Raise a request, let 31 minutes pass and escalate it: posted in #dba, then #oncall."""
+    import asyncio
+    from datetime import timedelta
+
+    agent.invoke("clean up", thread_id=thread_id)
+    asyncio.run(dispatcher.run_once())
+    now[0] += timedelta(minutes=31)
+    agent.expire_due()
+    asyncio.run(dispatcher.run_once())
+    posts = slack.of("chat.postMessage")
+    assert [p["channel"] for p in posts] == ["#dba", "#oncall"]
+    assert "Escalated" in posts[1]["text"]
+    return posts
+
+
 def test_escalation_posts_to_the_escalation_roles_channel(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -145,27 +174,13 @@ def test_escalation_posts_to_the_escalation_roles_channel(
     import asyncio
     from datetime import UTC, datetime, timedelta
 
-    from interlock.notify import Dispatcher, build_channels
-
     monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
     now = [datetime(2030, 1, 1, 9, 0, tzinfo=UTC)]
     store = SqliteCheckpointer(tmp_path / "db.sqlite")
     agent = escalating_agent(store, now)
     with fake_slack() as slack:
-        config = NotifyConfig.model_validate({
-            "slack": {"token": slack.token, "signing_secret": SIGNING_SECRET,
-                      "channel": "#approvals", "api_url": slack.url,
-                      "channels": {"dba": "#dba", "oncall": "#oncall"}}})
-        dispatcher = Dispatcher(store, build_channels(config, store), settings=config.dispatch,
-                                clock=lambda: now[0])
-        agent.invoke("clean up", thread_id="e1")
-        asyncio.run(dispatcher.run_once())
-        now[0] += timedelta(minutes=31)
-        agent.expire_due()
-        asyncio.run(dispatcher.run_once())
-        posts = slack.of("chat.postMessage")
-        assert [p["channel"] for p in posts] == ["#dba", "#oncall"]
-        assert "Escalated" in posts[1]["text"]
+        dispatcher = escalation_dispatcher(store, slack, now)
+        posts = raise_and_escalate(agent, dispatcher, slack, now, "e1")
         assert sorted(b["text"]["text"] for b in buttons(posts[1])) == [
             "Approve", "Edit in inbox…", "Reject", "Respond in inbox…"]
         now[0] += timedelta(minutes=30)

@@ -139,7 +139,7 @@ class EmailChannel:
         lines += [f"An agent waits for your decision on thread {visible(n.thread_id, 200)}.",
                   ""]
         for c in pending:
-            lines += call_lines(c)
+            lines += call_lines(c, n)
             lines += ["", f"Decide (opens a confirmation page): {self.link_url(event, c, person)}",
                       ""]
         lines += [f"Inbox: {self.config.request_url(n.thread_id)}",

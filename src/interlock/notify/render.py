@@ -5,10 +5,11 @@ folded, a visible warning for what was found) and size-limited with a visible no
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .. import display
-from ..outbox import NoticeCall
+from ..interrupts import PathStep
+from ..outbox import Notice, NoticeCall
 
 
 def _cut(shown: str, limit: int) -> str:
@@ -37,9 +38,38 @@ def warning_lines(calls: Iterable[NoticeCall]) -> list[str]:
     return display.warnings(display.inspect(texts))
 
 
-def call_lines(call: NoticeCall) -> list[str]:
+def path_text(path: Sequence[PathStep]) -> str:
+    """A sub-agent call's path as one line: ``orchestrator: researcher (ask_researcher) ›
+    researcher: delete_file (call_1)``, every part shown by the display policy."""
+    parts = []
+    for step in path:
+        part = display.one_line(step.agent, 80)
+        if step.tool_name:
+            part += f": {display.one_line(step.tool_name, 80)}"
+        if step.tool_call_id:
+            part += f" ({display.one_line(step.tool_call_id, 80)})"
+        parts.append(part)
+    return " › ".join(parts)
+
+
+def path_lines(path: Sequence[PathStep] | None, decided_on: str) -> list[str]:
+    """Where a sub-agent's call comes from (empty for a thread's own calls): its path, the
+    sub-agent's thread that raised it and the thread it is decided on."""
+    if not path:
+        return []
+    return [f"Path: {path_text(path)}",
+            f"Raised in sub-agent thread {display.one_line(path[-1].thread_id, 200)}; "
+            f"decided on thread {display.one_line(decided_on, 200)}"]
+
+
+def subagent_lines(notice: Notice, call: NoticeCall) -> list[str]:
+    return path_lines(call.path, notice.thread_id)
+
+
+def call_lines(call: NoticeCall, notice: Notice | None = None) -> list[str]:
     """A plain-text description of one call."""
-    lines = [f"Tool: {visible(call.name, 200)}", "Arguments:", args_text(call.args)]
+    lines = subagent_lines(notice, call) if notice is not None else []
+    lines += [f"Tool: {visible(call.name, 200)}", "Arguments:", args_text(call.args)]
     lines += [f"Warning: {w}" for w in warning_lines([call])]
     if call.description:
         lines += ["Description:", visible(call.description, 600)]

@@ -17,7 +17,7 @@ from ..storage.base import Checkpointer
 from .config import NotifyConfig, SlackSettings
 from .dispatcher import DeliveryFailed
 from .email import call_digest
-from .render import args_text, outcome_text, visible, warning_lines
+from .render import args_text, outcome_text, subagent_lines, visible, warning_lines
 
 CHANNEL = "slack"
 ACTION_APPROVE = "interlock_approve"
@@ -64,6 +64,9 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> l
         status += (f" — approvals {len(call.approvals)} of {call.approvals_required} "
                    f"({who})")
     blocks: list[dict[str, Any]] = [
+        # where a sub-agent's call comes from, as plain text (no mrkdwn: names stay literal)
+        *({"type": "context", "elements": [{"type": "plain_text", "text": line[:2000]}]}
+          for line in subagent_lines(n, call)),
         {"type": "section", "text": {"type": "mrkdwn", "text": head}},
         {"type": "section", "text": {"type": "mrkdwn", "text": _code(args_text(call.args, 2500))}},
     ]

@@ -30,6 +30,7 @@ def event_payload(event: OutboxEvent, config: NotifyConfig) -> dict[str, Any]:
             "event_id": event.id,
             "thread_id": n.thread_id,
             "interrupt_id": n.interrupt_id,
+            "subagent_thread_id": n.subagent_thread_id,
             "thread_version": n.thread_version,
             "url": config.request_url(n.thread_id),
             "api_url": f"{config.public_url}/api/threads/{n.thread_id}",

@@ -24,10 +24,11 @@ from ..authz import check_admin
 from ..decisions import Reviewer
 from ..errors import InterlockError
 from ..hitl import HITLRequest
+from ..interrupts import Interrupt
 from ..notify import retry_event
 from ..notify.config import NotifyConfig, Person
 from ..notify.email import Link, LinkRefused, LinkSigner, call_digest
-from ..notify.render import args_text, visible
+from ..notify.render import args_text, path_lines, visible
 from ..outbox import OutboxEvent
 from .api import Caller
 from .errors import ApiError
@@ -165,11 +166,21 @@ async def _decide(state: ServerState, person: Person, thread_id: str, interrupt_
                               reviewer=reviewer, actor=person.id, wait=False)
 
 
+async def _pending(state: ServerState, thread_id: str, interrupt_id: str) -> Interrupt | None:
+    snap = await state.agent.checkpointer.load(thread_id, after_seq=2**62)  # the row only
+    return None if snap is None else next(
+        (i for i in snap.thread.pending if i.id == interrupt_id), None)
+
+
 async def _current_call(state: ServerState, thread_id: str, interrupt_id: str, call_id: str,
                         digest: str) -> tuple[Any, Any]:
-    snap = await state.agent.checkpointer.load(thread_id)
-    review = None if snap is None else next(
-        (i for i in snap.thread.pending if i.id == interrupt_id), None)
+    """The call as it waits now. A sub-agent's request shown on ``thread_id`` is read from
+    the sub-agent's thread that raised it (its approvals so far are recorded there)."""
+    review = await _pending(state, thread_id, interrupt_id)
+    paths: dict[str, Any] = {}
+    if review is not None and review.path:
+        paths = {a.tool_call_id: a.path for a in HITLRequest.of(review.value).action_requests}
+        review = await _pending(state, review.path[-1].thread_id, interrupt_id)
     if review is None:
         raise ApiError(409, "RequestGone",
                        "This request is no longer pending (it was decided, cancelled or "
@@ -181,7 +192,7 @@ async def _current_call(state: ServerState, thread_id: str, interrupt_id: str, c
                 raise ApiError(409, "CallChanged",
                                "The call was edited since this message was sent; open the "
                                "request in the inbox to see the call that would run now.")
-            return a, c
+            return a.model_copy(update={"path": paths.get(call_id, a.path)}), c
     raise ApiError(409, "RequestGone", f"Call {call_id!r} is no longer pending (it was decided).")
 
 
@@ -236,6 +247,7 @@ async def email_link(request: Request, state: State, token: str) -> HTMLResponse
     parts = [
         f"<p>Reviewer: <b>{html.escape(person.id)}</b> · thread "
         f"<code>{html.escape(visible(link.thread_id, 200))}</code></p>",
+        *(f"<p>{html.escape(line)}</p>" for line in path_lines(action.path, link.thread_id)),
         f"<p>Tool: <b>{html.escape(visible(action.name, 200))}</b></p>",
         f"<pre>{html.escape(args_text(action.args, 20000))}</pre>",
     ]

@@ -27,7 +27,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..errors import ConcurrencyError, ConfigurationError
-from ..interrupts import Interrupt
+from ..interrupts import Interrupt, PathStep
 from ..messages import Message, ToolCall, ToolMessage
 from ..outbox import OutboxEvent
 
@@ -175,6 +175,23 @@ class ParentLink(_Record):
     tool_call_id: str
     tool_name: str
     agent: str
+    above: list[PathStep] = Field(default_factory=list)
+    """The sub-agent calls from the top-most thread down to ``thread_id`` (empty when
+    ``thread_id`` is the top-most thread, or in rows stored before it was recorded)."""
+
+    def steps(self) -> list[PathStep]:
+        """The path from the top-most thread down to this call."""
+        return [*self.above, PathStep(thread_id=self.thread_id, agent=self.agent,
+                                      tool_call_id=self.tool_call_id, tool_name=self.tool_name)]
+
+    @property
+    def root_thread_id(self) -> str:
+        """The top-most thread, where this thread's requests are decided."""
+        return self.above[0].thread_id if self.above else self.thread_id
+
+    def same_call(self, other: ParentLink) -> bool:
+        return (self.thread_id, self.tool_call_id, self.tool_name, self.agent) == (
+            other.thread_id, other.tool_call_id, other.tool_name, other.agent)
 
 
 class ThreadRecord(BaseModel):
