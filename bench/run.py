@@ -95,6 +95,10 @@ class Bench:
         self.d_threads = args.threads or (1000 if self.quick else 10_000)
         self.d_resumes = 5 if self.quick else 20
         self.import_reps = 3 if self.quick else 7
+        if args.smoke:  # checks that everything runs; the numbers mean nothing
+            self.a_cycles, self.a_warmup, self.b_kmax, self.b_marks = 4, 2, 10, [10]
+            self.c_history, self.c_reps, self.d_resumes, self.import_reps = 5, 2, 2, 2
+            self.d_threads = args.threads or 20
         self.results: dict[str, Any] = {}
         self.raw: dict[str, Any] = {}
 
@@ -427,17 +431,24 @@ class Bench:
 
     def fig_sse(self) -> None:
         args = ["--decisions", "10", "--idle", "16"] if self.quick else []
+        if self.args.smoke:
+            args = ["--subscribers", "4", "--decisions", "2", "--client-procs", "1", "--idle",
+                    "1", "--idle-base", "1", "--gap", "0.1"]
         self.fig_script("sse", "sse_fanout.py", args)
 
     def fig_inbox(self, backends: list[str]) -> None:
         stores = [b for b in backends if b in ("sqlite", "postgres")]
         args = ["--sizes", "1000,10000", "--samples", "20", "--browser-samples", "5"] \
             if self.quick else []
+        if self.args.smoke:
+            args = ["--sizes", "50", "--samples", "3", "--browser-samples", "1"]
         self.fig_script("inbox", "scale_inbox.py", [
             *args, "--backends", ",".join(stores), "--pg-dsn", self.args.pg_dsn])
 
     def fig_many(self) -> None:
         args = ["--rounds", "1"] if self.quick else ["--rounds", "5", "--fsyncs"]
+        if self.args.smoke:
+            args = ["--rounds", "1", "--threads", "2", "--cycles", "2"]
         self.fig_script("many", "many_runs.py", args)
 
     # -- import time --------------------------------------------------------------------------
@@ -488,6 +499,9 @@ def _workers_figure(bench: Bench) -> None:
     ns = argparse.Namespace(pg_dsn=bench.args.pg_dsn, threads=300 if quick else 1000,
                             clients=50, kill_threads=100 if quick else 200, claim_lease=2.0,
                             rounds=1 if quick else 2, latency_decisions=20 if quick else 50)
+    if bench.args.smoke:
+        ns.threads, ns.clients, ns.kill_threads, ns.rounds = 20, 4, 10, 1
+        ns.latency_decisions = 5
     bench.results["workers"] = workers.run(ns)
 
 
@@ -527,6 +541,10 @@ def main() -> int:
                    "SQLite; inbox on SQLite and Postgres)")
     p.add_argument("--quick", action="store_true",
                    help="fewer cycles, K up to 50, 1,000 threads for (d): a few minutes")
+    p.add_argument("--smoke", action="store_true",
+                   help="a few cycles of every figure (with --quick too): checks that the "
+                   "benchmark runs, in about a minute; its numbers mean nothing and go to "
+                   "latest-smoke.json")
     p.add_argument("--threads", type=int, default=None, help="threads for (d)")
     p.add_argument("--gc-freeze", action="store_true",
                    help="for (a) and (b), move the objects that exist after imports and "
@@ -563,6 +581,7 @@ def main() -> int:
     bench.results.update({
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "quick": args.quick,
+        "smoke": args.smoke,
         "gc_freeze": args.gc_freeze,
         "async_tool": args.async_tool,
         "machine": info,
@@ -599,7 +618,7 @@ def main() -> int:
                     "LangChain's a plain function" if args.async_tool
                     else "a plain function on both sides (interlock runs it in a worker thread)"))
     log(f"backends: {', '.join(backends)}; figures: {', '.join(figures)}"
-        + ("; QUICK run" if args.quick else ""))
+        + ("; QUICK run" if args.quick else "") + ("; SMOKE run" if args.smoke else ""))
 
     try:
         for backend in backends:
@@ -634,7 +653,8 @@ def main() -> int:
     bench.results["loadavg_end"] = os.getloadavg()
     out = Path(args.out)
     (out / "raw").mkdir(parents=True, exist_ok=True)
-    name = "latest-quick.json" if args.quick else "latest.json"
+    name = "latest-smoke.json" if args.smoke else \
+        "latest-quick.json" if args.quick else "latest.json"
     (out / name).write_text(json.dumps(bench.results, indent=1, sort_keys=True) + "\n")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     (out / "raw" / f"{stamp}.json").write_text(

@@ -112,6 +112,8 @@ class FakeProvider:
 
     def __init__(self) -> None:
         self.replies: list[Reply] = []
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        """Answers a request when no scripted reply is left (a reply computed from it)."""
         self.requests: list[Recorded] = []
         self.problems: list[str] = []
         self._lock = threading.Lock()
@@ -187,6 +189,8 @@ class FakeProvider:
             if problems:
                 self.problems.extend(problems)
                 return self.error_response(400, "; ".join(problems), "invalid_request_error", {})
+            if not self.replies and self.responder is not None:
+                self.replies.append(self.responder(body))
             if not self.replies:
                 problem = f"no scripted reply left for request #{len(self.requests)}"
                 self.problems.append(problem)
