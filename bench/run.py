@@ -500,7 +500,8 @@ def _workers_figure(bench: Bench) -> None:
                             clients=50, kill_threads=100 if quick else 200, claim_lease=2.0,
                             rounds=1 if quick else 2, latency_decisions=20 if quick else 50)
     if bench.args.smoke:
-        ns.threads, ns.clients, ns.kill_threads, ns.rounds = 20, 4, 10, 1
+        # the kill phase waits until worker 1 is inside its 5th call: enough approvals for that
+        ns.threads, ns.clients, ns.kill_threads, ns.rounds = 20, 4, 100, 1
         ns.latency_decisions = 5
     bench.results["workers"] = workers.run(ns)
 
