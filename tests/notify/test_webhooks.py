@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +14,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from interlock import SqliteCheckpointer, ThreadRecord
 from interlock.notify import Dispatcher, NotifyConfig, build_channels, retry_event
-from interlock.outbox import Notice, NoticeCall, OutboxEvent
+from interlock.outbox import Notice, NoticeCall, OutboxEvent, outbox_json
 from interlock.storage.base import Commit
 
 from .fakes import new_secret, webhook_receiver
@@ -160,3 +161,39 @@ def test_lease_keeps_two_dispatchers_apart(tmp_path: Path) -> None:
     assert sorted(r.headers["webhook-id"] for r in rx.received) == [f"evt_{i}" for i in range(6)]
     asyncio.run(store.close())
     _ = timedelta
+
+
+def test_outbox_rows_are_stored_deflated_and_deliver_the_same_body_as_text_rows(
+        tmp_path: Path) -> None:
+    """An event is stored deflated on SQLite (its arguments are repeated in the default
+    description and from event to event); a row an earlier version wrote as JSON text is
+    still read, and both deliver the same body."""
+    secret = new_secret()
+    path = tmp_path / "db.sqlite"
+    store = SqliteCheckpointer(path)
+    big = raised("evt_1")
+    big.notice.calls[0].args = {"query": "DELETE FROM t WHERE note = '" + "ü x" * 400 + "'"}
+    big.notice.calls[0].description = f"Args: {json.dumps(big.notice.calls[0].args)}"
+    legacy = big.model_copy(update={"id": "evt_2"})
+    seed(store, big)
+    with sqlite3.connect(path) as conn:
+        (stored,), = conn.execute("SELECT data FROM interlock_outbox WHERE id='evt_1'")
+        assert isinstance(stored, bytes)
+        assert len(stored) < len(outbox_json(big)) / 3
+        conn.execute("INSERT INTO interlock_outbox (id, thread_id, status, next_at, created_at, "
+                     "data) SELECT 'evt_2', thread_id, status, next_at, created_at, ? "
+                     "FROM interlock_outbox WHERE id='evt_1'", (outbox_json(legacy),))
+    assert asyncio.run(store.outbox_get("evt_1")) == big
+    assert asyncio.run(store.outbox_get("evt_2")) == legacy
+    with webhook_receiver(secret) as rx:
+        cfg = config(rx.url, secret)
+        d = Dispatcher(store, build_channels(cfg, store), settings=cfg.dispatch)
+        asyncio.run(dispatch_until(d, lambda: len(rx.accepted) == 2))
+    one, two = rx.accepted
+    assert one["data"]["calls"] == two["data"]["calls"]
+    assert one["data"]["calls"][0]["args"] == big.notice.calls[0].args
+    ev = asyncio.run(store.outbox_get("evt_2"))
+    assert ev is not None and ev.status == "delivered"
+    with sqlite3.connect(path) as conn:  # updated rows are stored deflated too
+        assert all(isinstance(d, bytes) for d, in conn.execute("SELECT data FROM interlock_outbox"))
+    asyncio.run(store.close())

@@ -8,6 +8,7 @@ import logging
 import os
 import sqlite3
 import threading
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -164,6 +165,14 @@ first page of matches comes quickly."""
 
 NEXT_CHANGE = "(SELECT COALESCE(MAX(change_seq), 0) + 1 FROM interlock_threads)"
 NEXT_SEARCH_ID = "(SELECT COALESCE(MAX(search_id), 0) + 1 FROM interlock_threads)"
+
+
+def _packed(event_json: str) -> bytes:
+    """An outbox event as stored: its JSON, deflated. An event repeats its calls' arguments
+    (and the default description quotes them again), which deflate stores once; an event is
+    read back to the same JSON, so every channel gets the same message. Rows written as text
+    by earlier versions are read as they are."""
+    return zlib.compress(event_json.encode(), 6)
 
 
 def _micros(at: datetime | None) -> int | None:
@@ -530,7 +539,7 @@ class SqliteCheckpointer:
                     journal_json(e)) for e in change.journal]
         audit = [(a.thread_id, a.seq, audit_json(a)) for a in change.audit]
         outbox = [(ev.id, ev.thread_id, ev.status, ts_key(ev.next_at), ts_key(ev.created_at),
-                   outbox_json(ev)) for ev in change.outbox]
+                   _packed(outbox_json(ev))) for ev in change.outbox]
 
         def w(conn: sqlite3.Connection) -> None:
             if expected_version is None:
@@ -711,7 +720,9 @@ class SqliteCheckpointer:
     # -- outbox ---------------------------------------------------------------------------
 
     @staticmethod
-    def _event(data: str, owner: str | None, until: str | None) -> OutboxEvent:
+    def _event(data: str | bytes, owner: str | None, until: str | None) -> OutboxEvent:
+        if isinstance(data, bytes):
+            data = zlib.decompress(data)
         return OutboxEvent.model_validate_json(data).model_copy(update={
             "lease_owner": owner,
             "lease_until": datetime.fromisoformat(until + "+00:00") if until else None})
@@ -744,8 +755,8 @@ class SqliteCheckpointer:
 
     async def outbox_update(self, event: OutboxEvent, *, leased_by: str | None) -> bool:
         params = (event.status, ts_key(event.next_at), event.lease_owner,
-                  ts_key(event.lease_until) if event.lease_until else None, outbox_json(event),
-                  event.id, leased_by)
+                  ts_key(event.lease_until) if event.lease_until else None,
+                  _packed(outbox_json(event)), event.id, leased_by)
 
         def w(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
