@@ -47,6 +47,7 @@ from interlock.storage.base import (
     CallState,
     Commit,
     JournalEntry,
+    ParentLink,
     RememberedApproval,
     ThreadStatus,
     VersionConflict,
@@ -368,6 +369,46 @@ def test_list_threads_follows_updates(stores: StoreFactory) -> None:
 # ---------------------------------------------------------------------------- audit
 
 
+def sub_agent_family(store: Checkpointer) -> None:
+    """Top-level threads top0..top2 (top1 idle) and, under top0, a sub-agent's thread and
+    its own sub-agent's, all created by alice and holding 'orders' in their preview."""
+    link = ParentLink(thread_id="top0", tool_call_id="c1", tool_name="sqlbot", agent="lead")
+    deeper = ParentLink(thread_id="top0@c1", tool_call_id="c2", tool_name="helper",
+                        agent="sqlbot", above=link.steps())
+    rows = [("top0", None), ("top0@c1", link), ("top0@c1@c2", deeper), ("top1", None),
+            ("top2", None)]
+    for i, (tid, parent) in enumerate(rows):
+        run(create(store, tid, status="idle" if tid == "top1" else "interrupted",
+                   at=T0 + timedelta(seconds=i), parent=parent, created_by="alice",
+                   preview=f"orders {tid}"))
+
+
+def test_list_and_count_leave_out_sub_agents_threads_with_top_level(
+        stores: StoreFactory) -> None:
+    store = stores()
+    sub_agent_family(store)
+    alice = ["user:alice"]
+
+    def ids(**kw: Any) -> list[str]:
+        return [r.thread_id for r in run(store.list_threads(**kw))]
+
+    assert ids() == ["top2", "top1", "top0@c1@c2", "top0@c1", "top0"]
+    for kw in ({}, {"readers": alice}):
+        assert ids(top_level=True, **kw) == ["top2", "top1", "top0"]
+        assert ids(top_level=True, status="interrupted", **kw) == ["top2", "top0"]
+        assert ids(top_level=True, search="orders", **kw) == ["top2", "top1", "top0"]
+        assert ids(top_level=True, search="top0", **kw) == ["top0"]
+        assert ids(top_level=True, limit=1, **kw) == ["top2"]  # pages are full pages
+        last = run(store.list_threads(top_level=True, limit=2, **kw))[-1]
+        assert ids(top_level=True, before=last.updated_at, before_id=last.thread_id,
+                   **kw) == ["top0"]
+    assert run(store.count_threads()) == 5
+    assert run(store.count_threads(top_level=True)) == 3
+    assert run(store.count_threads(top_level=True, status="interrupted")) == 2
+    assert run(store.count_threads(top_level=True, search="top0")) == 1
+    assert run(store.count_threads(status="interrupted", search="top0")) == 3
+
+
 def test_audit_is_in_insertion_order_and_pages_by_id(stores: StoreFactory) -> None:
     store = stores()
     a = run(create(store, "a"))
@@ -620,13 +661,19 @@ def test_a_version_1_database_is_migrated_and_keeps_its_threads(stores: StoreFac
     conn.executescript(MIGRATIONS[0])
     conn.execute("CREATE TABLE interlock_meta (key TEXT PRIMARY KEY, value TEXT)")
     conn.execute("INSERT INTO interlock_meta VALUES ('schema_version', '1')")
-    conn.execute("INSERT INTO interlock_threads VALUES (?, ?, ?, ?, ?)",
-                 ("old", "idle", 1, T0.isoformat(), thread("old", 1).model_dump_json()))
+    child = thread("old@c1", 1, parent=ParentLink(thread_id="old", tool_call_id="c1",
+                                                  tool_name="sqlbot", agent="lead"))
+    for rec in (thread("old", 1), child):
+        conn.execute("INSERT INTO interlock_threads VALUES (?, ?, ?, ?, ?)",
+                     (rec.thread_id, "idle", 1, T0.isoformat(), rec.model_dump_json()))
     conn.commit()
     conn.close()
     store = stores()
     snap = run(store.load("old"))
     assert snap is not None and snap.thread.thread_id == "old"
+    # the parent column is filled from the stored rows
+    assert [r.thread_id for r in run(store.list_threads(top_level=True))] == ["old"]
+    assert run(store.count_threads(top_level=True)) == 1 and run(store.count_threads()) == 2
     assert store.schema_version() == _newest(stores)  # type: ignore[attr-defined]
     run(store.commit(Commit(thread=thread("new", 1), outbox=[event("e1", "new")]),
                      expected_version=None))
@@ -654,8 +701,12 @@ def test_postgres_migrates_threads_holding_nul_to_the_turn_column(stores: StoreF
             assert isinstance(stmt, str)
             conn.execute(stmt.replace("{s}", f'"{s}"'))
         conn.execute(f"INSERT INTO \"{s}\".interlock_meta VALUES ('schema_version', '1')")
-        conn.execute(f'INSERT INTO "{s}".interlock_threads VALUES (%s, %s, %s, %s, %s)',
-                     ["t1", "interrupted", 3, T0, rec.model_dump_json(exclude_defaults=True)])
+        child = thread("t1@c1", 1, preview="nul \x00 too", parent=ParentLink(
+            thread_id="t1", tool_call_id="c1", tool_name="sqlbot", agent="lead"))
+        for r in (rec, child):
+            conn.execute(f'INSERT INTO "{s}".interlock_threads VALUES (%s, %s, %s, %s, %s)',
+                         [r.thread_id, r.status, r.version, T0,
+                          r.model_dump_json(exclude_defaults=True)])
         for e in (entry("c0", 0, 0), entry("c1", 1, 0)):
             conn.execute(f'INSERT INTO "{s}".interlock_journal VALUES (%s, %s, %s, %s, %s, %s)',
                          ["t1", e.tool_call_id, e.turn, e.position, e.state.value,
@@ -666,6 +717,9 @@ def test_postgres_migrates_threads_holding_nul_to_the_turn_column(stores: StoreF
     snap = run(store.load("t1"))
     assert snap is not None and snap.thread == rec and list(snap.journal) == ["c1"]
     assert store.schema_version() == postgres.SCHEMA_VERSION  # type: ignore[attr-defined]
+    # the parent column is filled from the stored rows
+    assert [r.thread_id for r in run(store.list_threads(top_level=True))] == ["t1"]
+    assert run(store.count_threads(top_level=True)) == 1 and run(store.count_threads()) == 2
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)

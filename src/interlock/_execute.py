@@ -135,7 +135,7 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
     caller = CALLER.set(Caller(
         ParentLink(thread_id=txn.thread_id, tool_call_id=e.tool_call_id, tool_name=call.name,
                    agent=deps.agent_name,
-                   above=txn.t.parent.steps() if txn.t.parent is not None else []),
+                   above=txn.t.parent.steps() if txn.t.parent is not None else None),
         starter_of(txn.t), txn.t.created_by))
     try:
         tool_task = asyncio.ensure_future(deps.tool_handler(request))

@@ -549,32 +549,36 @@ class Agent:
     async def alist_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
-        reviewer: Reviewer | str | None = None,
+        reviewer: Reviewer | str | None = None, top_level: bool = False,
     ) -> list[ThreadRecord]:
         """Threads, newest first; page with ``before`` / ``before_id`` = the last row's
         ``updated_at`` / ``thread_id`` (see :mod:`interlock.paging`). ``search``: only threads
         whose id, latest message preview or pending requests (tool names, arguments,
         questions) contain this text, ignoring case. With ``reviewer``: only the threads it
-        may read (:mod:`interlock.authz`)."""
+        may read (:mod:`interlock.authz`). ``top_level``: without sub-agents' threads
+        (:meth:`as_tool`; their requests are shown and decided on their parents)."""
         rv, _ = _reviewer(reviewer)
         if rv is None or rv.is_admin:
             return await self.checkpointer.list_threads(status=status, limit=limit,
                                                         before=before, before_id=before_id,
-                                                        search=search)
+                                                        search=search, top_level=top_level)
         # the store's readers index holds who may read each thread (authz.read_keys)
         return await self.checkpointer.list_threads(status=status, limit=limit, before=before,
                                                     before_id=before_id, search=search,
-                                                    readers=reviewer_keys(rv))
+                                                    readers=reviewer_keys(rv),
+                                                    top_level=top_level)
 
     async def acount_threads(self, *, status: str | None = None, search: str | None = None,
-                             reviewer: Reviewer | str | None = None) -> int | None:
+                             reviewer: Reviewer | str | None = None,
+                             top_level: bool = False) -> int | None:
         """How many threads :meth:`alist_threads` lists with these filters, counted from the
         store's indexes. With a ``reviewer`` that is not an admin: None (counting only the
         threads it may read would mean reading every thread)."""
         rv, _ = _reviewer(reviewer)
         if rv is not None and not rv.is_admin:
             return None
-        return await self.checkpointer.count_threads(status=status, search=search)
+        return await self.checkpointer.count_threads(status=status, search=search,
+                                                     top_level=top_level)
 
     async def aiter_threads(self, *, status: str | None = None,
                             page: int = 200) -> AsyncIterator[ThreadRecord]:
@@ -699,16 +703,20 @@ class Agent:
                      before: datetime | None = None,
                      before_id: str | None = None,
                      search: str | None = None,
-                     reviewer: Reviewer | str | None = None) -> list[ThreadRecord]:
+                     reviewer: Reviewer | str | None = None,
+                     top_level: bool = False) -> list[ThreadRecord]:
         return run_blocking(self.alist_threads(status=status, limit=limit, before=before,
                                                before_id=before_id, search=search,
-                                               reviewer=reviewer), "list_threads")
+                                               reviewer=reviewer, top_level=top_level),
+                            "list_threads")
 
     def count_threads(self, *, status: str | None = None, search: str | None = None,
-                      reviewer: Reviewer | str | None = None) -> int | None:
+                      reviewer: Reviewer | str | None = None,
+                      top_level: bool = False) -> int | None:
         """Sync form of :meth:`acount_threads`."""
         return run_blocking(self.acount_threads(status=status, search=search,
-                                                reviewer=reviewer), "count_threads")
+                                                reviewer=reviewer, top_level=top_level),
+                            "count_threads")
 
     def iter_threads(self, *, status: str | None = None, page: int = 200,
                      ) -> Iterator[ThreadRecord]:

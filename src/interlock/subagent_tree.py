@@ -1,22 +1,20 @@
 """The agents behind sub-agent tools (:meth:`interlock.Agent.as_tool`), as the surfaces need
 them: the agent and the tool a request's :class:`~interlock.interrupts.PathStep` path leads to
 (for the tool's description, schema and read-only flag), a path as one line of text, the
-top-most thread of a sub-agent's thread (where its requests are decided), thread listings
-without sub-agents' threads, a thread's audit rows together with its sub-agents', and giving
-an agent and all its sub-agents another store (``--db``)."""
+top-most thread of a sub-agent's thread (where its requests are decided), a thread's audit
+rows together with its sub-agents', and giving an agent and all its sub-agents another store
+(``--db``)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 from . import display
 from .agent import Agent
 from .authz import Reviewer
 from .errors import NotAuthorized
 from .interrupts import PathStep
-from .storage.base import AuditRecord, Checkpointer, ParentLink, ThreadRecord
+from .storage.base import AuditRecord, Checkpointer, ParentLink
 from .subagents import SubAgentTool
 from .tools import Tool
 
@@ -80,25 +78,6 @@ def path_text(path: Sequence[PathStep], width: int | None = None) -> str:
                      else agent)
     text = " › ".join(parts)
     return text if width is None else display.one_line(text, width)
-
-
-async def top_level(list_threads: Callable[..., Awaitable[list[ThreadRecord]]], *,
-                    limit: int, before: datetime | None = None, before_id: str | None = None,
-                    **filters: Any) -> list[ThreadRecord]:
-    """``list_threads`` (a thread listing, e.g. ``agent.alist_threads``) without sub-agents'
-    threads: pages are read until ``limit`` rows are found or the listing ends. The keyset
-    cursor stays valid: the next page starts after the last row kept, and skips the same
-    sub-agents' threads again."""
-    out: list[ThreadRecord] = []
-    batch_size = max(limit, 100)
-    while len(out) < limit:
-        batch = await list_threads(limit=batch_size, before=before, before_id=before_id,
-                                   **filters)
-        out.extend(r for r in batch if r.parent is None)
-        if len(batch) < batch_size:
-            break
-        before, before_id = batch[-1].updated_at, batch[-1].thread_id
-    return out[:limit]
 
 
 async def parent_chain(store: Checkpointer, thread_id: str) -> list[ParentLink]:

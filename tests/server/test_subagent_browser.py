@@ -68,6 +68,7 @@ def test_parallel_children_decided_from_the_parent_item(page: Page, live: LiveSe
     # one item in the inbox: the parent thread, naming both children's calls
     rows = page.locator(".row")
     expect(rows).to_have_count(1)
+    expect(page.locator("#list-count")).to_have_text("1 pending request")  # children not counted
     row = page.locator('.row[data-thread-id="team-1"]')
     expect(row.locator(".row-title")).to_have_text(
         "delete_file (in researcher), drop_table (in dba) (2 calls)")

@@ -39,7 +39,17 @@ async def test_parent_shows_the_path_children_are_not_inbox_items(stores: StoreF
         listing = (await s.client.get("/api/threads", params={
             "status": "interrupted", "count": "true"})).json()
         assert [t["thread_id"] for t in listing["threads"]] == ["t1"]
-        assert listing["total"] is None  # the store's count would include the children
+        assert listing["total"] == 1  # counted without the children, from the store
+        r = await s.client.post("/api/threads", params={"wait": "true"},
+                                json={"message": "paint it", "thread_id": "t2"})
+        assert r.status_code == 200, r.text
+        two = (await s.client.get("/api/threads", params={
+            "status": "interrupted", "count": "true", "limit": "1"})).json()
+        assert [t["thread_id"] for t in two["threads"]] == ["t2"] and two["total"] == 2
+        page = (await s.client.get("/api/threads", params={
+            "status": "interrupted", "limit": "1", "before": two["next_before"],
+            "before_id": two["next_before_id"]})).json()
+        assert [t["thread_id"] for t in page["threads"]] == ["t1"]
         calls = {c["name"]: c for p in listing["threads"][0]["pending"] for c in p["calls"]}
         assert set(calls) == {"delete_file", "drop_table"}
         assert [(p["agent"], p["tool_name"]) for p in calls["drop_table"]["path"]] == [
@@ -48,8 +58,9 @@ async def test_parent_shows_the_path_children_are_not_inbox_items(stores: StoreF
         everything = (await s.client.get("/api/threads", params={
             "status": "interrupted", "subagents": "true", "count": "true"})).json()
         assert {t["thread_id"]: t["parent_thread_id"] for t in everything["threads"]} == {
-            "t1": None, "t1@ask_researcher": "t1", "t1@ask_dba": "t1"}
-        assert everything["total"] == 3
+            "t1": None, "t1@ask_researcher": "t1", "t1@ask_dba": "t1", "t2": None,
+            "t2@ask_manager": "t2", "t2@ask_manager@call_1_0": "t2@ask_manager"}
+        assert everything["total"] == 6
         # a search finds the parent by the child's tool name
         found = (await s.client.get("/api/threads", params={"q": "drop_table"})).json()
         assert [t["thread_id"] for t in found["threads"]] == ["t1"]

@@ -178,20 +178,17 @@ async def list_threads(
     Sub-agents' threads are listed only with ``?subagents=true`` (docs/subagents.md)."""
     search = q.strip() if q and q.strip() else None
     cursor = Cursor(before, before_id) if before is not None and before_id is not None else None
-    lister = functools.partial(state.agent.alist_threads, reviewer=caller.reviewer())
-    if not subagents:
-        lister = functools.partial(agent_tree.top_level, lister)
+    lister = functools.partial(state.agent.alist_threads, reviewer=caller.reviewer(),
+                               top_level=not subagents)
     if cursor is None and before is not None:  # a time alone: everything older than it
         page = await lister(status=status, limit=limit + 1, before=before, search=search)
         rows, nxt = page[:limit], (Cursor.after(page[limit - 1]) if len(page) > limit else None)
     else:
         rows, nxt = await thread_page(lister, status=status, limit=limit, cursor=cursor,
                                       search=search)
-    # the store's count includes sub-agents' threads: not given when they are left out
-    exact = subagents or next(agent_tree.subagents(state.agent), None) is None
     total = (await state.agent.acount_threads(status=status, search=search,
-                                              reviewer=caller.reviewer())) \
-        if count and exact else None
+                                              reviewer=caller.reviewer(),
+                                              top_level=not subagents)) if count else None
     return ThreadList(threads=[thread_summary(r) for r in rows],
                       next_before=nxt.updated_at if nxt else None,
                       next_before_id=nxt.thread_id if nxt else None, total=total)

@@ -5,6 +5,8 @@ Slack and e-mail decide through the same runner and core decision path as the HT
 the reviewer their channel maps to (a Slack user listed in the notification configuration; the
 reviewer a link was signed for). Neither uses a bearer token: Slack requests are checked with
 the app's signing secret, links with their signature, expiry and the request's current state.
+A sub-agent's request is decided on the top-most thread its notification names; the core
+passes the decision to the sub-agent, whose rules apply.
 """
 
 from __future__ import annotations

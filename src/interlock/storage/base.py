@@ -175,13 +175,13 @@ class ParentLink(_Record):
     tool_call_id: str
     tool_name: str
     agent: str
-    above: list[PathStep] = Field(default_factory=list)
-    """The sub-agent calls from the top-most thread down to ``thread_id`` (empty when
+    above: list[PathStep] | None = None
+    """The sub-agent calls from the top-most thread down to ``thread_id`` (``None`` when
     ``thread_id`` is the top-most thread, or in rows stored before it was recorded)."""
 
     def steps(self) -> list[PathStep]:
         """The path from the top-most thread down to this call."""
-        return [*self.above, PathStep(thread_id=self.thread_id, agent=self.agent,
+        return [*(self.above or []), PathStep(thread_id=self.thread_id, agent=self.agent,
                                       tool_call_id=self.tool_call_id, tool_name=self.tool_name)]
 
     @property
@@ -452,12 +452,14 @@ class Checkpointer(Protocol):
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
-        readers: Sequence[str] | None = None,
+        readers: Sequence[str] | None = None, top_level: bool = False,
     ) -> list[ThreadRecord]:
         """Threads, newest first by ``(updated_at, thread_id)``, optionally filtered by status,
         by ``search``, a case-insensitive substring of :func:`search_text` (every character
-        literal, any length), and by ``readers``: only threads whose read keys
-        (:func:`interlock.authz.read_keys`, kept next to the row) include one of these.
+        literal, any length), by ``readers``: only threads whose read keys
+        (:func:`interlock.authz.read_keys`, kept next to the row) include one of these, and
+        with ``top_level`` only threads that are not a sub-agent's (``parent`` is None; the
+        parent's thread id is kept next to the row).
 
         ``before`` alone: only threads with ``updated_at < before``. With ``before_id``: only
         threads strictly before the cursor ``(before, before_id)`` in that order, so that a page
@@ -465,8 +467,8 @@ class Checkpointer(Protocol):
         :mod:`interlock.paging`). Durable stores answer these filters from indexes."""
         ...
 
-    async def count_threads(self, *, status: str | None = None,
-                            search: str | None = None) -> int:
+    async def count_threads(self, *, status: str | None = None, search: str | None = None,
+                            top_level: bool = False) -> int:
         """How many threads :meth:`list_threads` would list with these filters, from the
         stored columns (no thread is loaded)."""
         ...

@@ -33,7 +33,8 @@ from .base import (
 class _Stored:
     """One thread as a database would hold it: serialised rows, one object per thread."""
 
-    __slots__ = ("journal", "key", "messages", "readers", "row", "search", "status", "version")
+    __slots__ = ("child", "journal", "key", "messages", "readers", "row", "search", "status",
+                 "version")
 
     def __init__(self, row: str, version: int) -> None:
         self.row = row
@@ -42,6 +43,8 @@ class _Stored:
         self.key: tuple[datetime, str] = (datetime.min, "")
         """``(updated_at, thread_id)``: the listing order, as a database index would hold it."""
         self.search = ""
+        self.child = False
+        """A sub-agent's thread (``ThreadRecord.parent`` set)."""
         self.readers: frozenset[str] = frozenset()
         """Who may read the thread (``authz.read_keys``)."""
         self.messages: list[str] = []
@@ -113,6 +116,7 @@ class MemoryCheckpointer:
             stored.status = change.thread.status
             stored.key = (change.thread.updated_at, tid)
             stored.search = search
+            stored.child = change.thread.parent is not None
             stored.readers = readers
             stored.messages.extend(messages)
             rows = stored.journal
@@ -137,9 +141,9 @@ class MemoryCheckpointer:
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
-        readers: Sequence[str] | None = None,
+        readers: Sequence[str] | None = None, top_level: bool = False,
     ) -> list[ThreadRecord]:
-        rows = self._matching(status, search)
+        rows = self._matching(status, search, top_level)
         if readers is not None:
             rows = [r for r in rows if not r.readers.isdisjoint(readers)]
         if before is not None and before_id is not None:
@@ -149,12 +153,15 @@ class MemoryCheckpointer:
         page = heapq.nlargest(limit, rows, key=lambda r: r.key)
         return [ThreadRecord.model_validate_json(r.row) for r in page]
 
-    async def count_threads(self, *, status: str | None = None,
-                            search: str | None = None) -> int:
-        return len(self._matching(status, search))
+    async def count_threads(self, *, status: str | None = None, search: str | None = None,
+                            top_level: bool = False) -> int:
+        return len(self._matching(status, search, top_level))
 
-    def _matching(self, status: str | None, search: str | None) -> list[_Stored]:
+    def _matching(self, status: str | None, search: str | None,
+                  top_level: bool = False) -> list[_Stored]:
         rows = list(self._threads.values())
+        if top_level:
+            rows = [r for r in rows if not r.child]
         if status is not None:
             rows = [r for r in rows if r.status == status]
         if search:

@@ -101,6 +101,18 @@ def _copy_turns(conn: Connection[Any], sql: _Statements) -> None:
                                     "WHERE thread_id = %s"), turns)
 
 
+def _copy_parents(conn: Connection[Any], sql: _Statements) -> None:
+    """Fill the ``parent_id`` column from the stored rows (parsed here, as for the turn)."""
+    rows = conn.execute(sql.fmt("SELECT thread_id, data FROM {s}.interlock_threads "
+                                "WHERE strpos(data, '\"parent\":') > 0")).fetchall()
+    parents = [(p["thread_id"], tid) for tid, data in rows
+               if isinstance(p := json.loads(data).get("parent"), dict)]
+    if parents:
+        with conn.cursor() as cur:
+            cur.executemany(sql.fmt("UPDATE {s}.interlock_threads SET parent_id = %s "
+                                    "WHERE thread_id = %s"), parents)
+
+
 def _backfill_readers(conn: Connection[Any], sql: _Statements) -> None:
     """For rows written before migration 6: who may read each thread."""
     rows = conn.execute(sql.fmt(
@@ -246,6 +258,16 @@ MIGRATIONS: list[list[Migration]] = [
         "(key, updated_at DESC, thread_id DESC)",
         _backfill_readers,
         _trigram_index,
+    ],
+    # 8: the parent of a sub-agent's thread (``ThreadRecord.parent``) next to the row, carried
+    # in the listing index, so that a listing or a count without sub-agents' threads reads the
+    # index as before
+    [
+        "ALTER TABLE {s}.interlock_threads ADD COLUMN parent_id TEXT",
+        _copy_parents,
+        "CREATE INDEX interlock_threads_listing ON {s}.interlock_threads "
+        "(status, updated_at DESC, thread_id DESC) INCLUDE (search, parent_id)",
+        "DROP INDEX IF EXISTS {s}.interlock_threads_search",
     ],
 ]
 
@@ -611,6 +633,7 @@ class PostgresCheckpointer:
             "id": t.thread_id, "status": t.status, "version": t.version, "turn": t.turn,
             "updated_at": t.updated_at, "data": thread_json(t), "expected": expected_version,
             "deadline": review_deadline(t), "search": search_text(t),
+            "parent": t.parent.thread_id if t.parent is not None else None,
             "m_seq": [first_seq + i for i in range(len(change.messages))],
             "m_data": [message_to_json(m) for m in change.messages],
             "j_id": [e.tool_call_id for e in change.journal],
@@ -643,11 +666,11 @@ class PostgresCheckpointer:
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
-        readers: Sequence[str] | None = None,
+        readers: Sequence[str] | None = None, top_level: bool = False,
     ) -> list[ThreadRecord]:
         query, params = self._sql.select(
             "t.data", status=status, search=search, readers=readers, before=before,
-            before_id=before_id, limit=limit)
+            before_id=before_id, limit=limit, top_level=top_level)
 
         def read() -> list[ThreadRecord]:
             rows = self._read("listing threads", lambda c: c.execute(query, params).fetchall())
@@ -655,9 +678,10 @@ class PostgresCheckpointer:
 
         return await self._run(read)
 
-    async def count_threads(self, *, status: str | None = None,
-                            search: str | None = None) -> int:
-        query, params = self._sql.select("count(*)", status=status, search=search)
+    async def count_threads(self, *, status: str | None = None, search: str | None = None,
+                            top_level: bool = False) -> int:
+        query, params = self._sql.select("count(*)", status=status, search=search,
+                                         top_level=top_level)
 
         def read() -> int:
             row = self._read("counting threads",
@@ -1052,14 +1076,14 @@ class _Statements:
         )
         self._commit_heads = {
             True: "WITH th AS (INSERT INTO {s}.interlock_threads "
-            "(thread_id, status, version, updated_at, turn, data, deadline, search) "
+            "(thread_id, status, version, updated_at, turn, data, deadline, search, parent_id) "
             "VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, %(turn)s, %(data)s, "
-            "%(deadline)s, %(search)s) "
+            "%(deadline)s, %(search)s, %(parent)s) "
             "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id), ",
             False: "WITH th AS (UPDATE {s}.interlock_threads "
             "SET status = %(status)s, version = %(version)s, updated_at = %(updated_at)s, "
             "turn = %(turn)s, data = %(data)s, deadline = %(deadline)s, search = %(search)s, "
-            "change_xid = pg_current_xact_id() "
+            "parent_id = %(parent)s, change_xid = pg_current_xact_id() "
             "WHERE thread_id = %(id)s AND version = %(expected)s "
             "RETURNING thread_id), ",
         }
@@ -1136,7 +1160,7 @@ class _Statements:
     def select(self, what: str, *, status: str | None, search: str | None,
                readers: Sequence[str] | None = None, before: datetime | None = None,
                before_id: str | None = None, limit: int | None = None,
-               ) -> tuple[Composed, dict[str, Any]]:
+               top_level: bool = False) -> tuple[Composed, dict[str, Any]]:
         """The statement and parameters reading ``what`` (columns of ``t``, the thread rows)
         of the threads that pass the filters, newest first, at most ``limit``. A search text
         of three characters or more is a ``LIKE`` that the trigram index answers when few
@@ -1150,13 +1174,13 @@ class _Statements:
                                       "%", "\\%").replace("_", "\\_") + "%"}
         cursor = before is not None and before_id is not None
         shape = (what, status is not None, len(needle) >= 3 if needle else None,
-                 readers is not None, before is not None, cursor, limit is not None)
+                 readers is not None, before is not None, cursor, limit is not None, top_level)
         if shape not in self._lists:
             self._lists[shape] = self._select(what, *shape[1:])
         return self._lists[shape], params
 
     def _select(self, what: str, by_status: bool, like: bool | None, by_readers: bool,
-                by_before: bool, by_cursor: bool, limited: bool) -> Composed:
+                by_before: bool, by_cursor: bool, limited: bool, top_level: bool) -> Composed:
         def before(alias: str) -> str:
             if by_cursor:
                 return f"({alias}.updated_at, {alias}.thread_id) < (%(before)s, %(before_id)s)"
@@ -1165,16 +1189,18 @@ class _Statements:
         text = {None: "", True: "t.search LIKE %(like)s",
                 False: "strpos(t.search, %(needle)s) > 0"}
         where = [w for w, on in (("t.status = %(status)s", by_status),
-                                 (text[like], like is not None), (before("t"), by_before)) if on]
+                                 (text[like], like is not None), (before("t"), by_before),
+                                 ("t.parent_id IS NULL", top_level)) if on]
         if by_readers and like:
             where.append("EXISTS (SELECT 1 FROM {s}.interlock_readers r WHERE "
                          "r.thread_id = t.thread_id AND r.key = ANY(%(keys)s::text[]))")
         elif by_readers:
             sub = [w for w, on in (("r.status = %(status)s", by_status),
                                    (before("r"), by_before),
-                                   ("strpos(u.search, %(needle)s) > 0", like is not None)) if on]
+                                   ("strpos(u.search, %(needle)s) > 0", like is not None),
+                                   ("u.parent_id IS NULL", top_level)) if on]
             join = (" JOIN {s}.interlock_threads u ON u.thread_id = r.thread_id"
-                    if like is not None else "")
+                    if like is not None or top_level else "")
             where.append(
                 "t.thread_id IN (SELECT x.thread_id FROM unnest(%(keys)s::text[]) AS k(key) "
                 "CROSS JOIN LATERAL (SELECT r.thread_id FROM {s}.interlock_readers r" + join

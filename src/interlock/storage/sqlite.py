@@ -137,6 +137,17 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS interlock_readers_all
         ON interlock_readers (key, updated_at, thread_id);
     """,
+    # 6: the parent of a sub-agent's thread (``ThreadRecord.parent``) next to the row, carried
+    # in the listing index, so that a listing or a count without sub-agents' threads reads the
+    # index alone, as before
+    """
+    ALTER TABLE interlock_threads ADD COLUMN parent_id TEXT;
+    UPDATE interlock_threads SET parent_id = json_extract(data, '$.parent.thread_id')
+        WHERE instr(data, '"parent":') > 0;
+    CREATE INDEX IF NOT EXISTS interlock_threads_listing
+        ON interlock_threads (status, updated_at, thread_id, search, parent_id);
+    DROP INDEX IF EXISTS interlock_threads_search;
+    """,
 ]
 
 SEARCH_INDEX = [
@@ -261,14 +272,15 @@ def _cursor(where: list[str], params: list[object], alias: str, before: datetime
 
 def _select(conn: sqlite3.Connection, what: str, *, status: str | None, search: str | None,
             readers: Sequence[str] | None = None, before: datetime | None = None,
-            before_id: str | None = None, limit: int | None = None) -> list[tuple[object, ...]]:
+            before_id: str | None = None, limit: int | None = None,
+            top_level: bool = False) -> list[tuple[object, ...]]:
     """``what`` (columns of ``t``, the thread rows) of the threads that pass the filters,
     newest first, at most ``limit``; from the indexes that answer these filters best, in one
     read transaction (the candidates of the trigram index and the rows: one snapshot)."""
     conn.execute("BEGIN")
     try:
         return _query(conn, what, status=status, search=search, readers=readers,
-                      before=before, before_id=before_id, limit=limit)
+                      before=before, before_id=before_id, limit=limit, top_level=top_level)
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
@@ -276,7 +288,7 @@ def _select(conn: sqlite3.Connection, what: str, *, status: str | None, search: 
 
 def _query(conn: sqlite3.Connection, what: str, *, status: str | None, search: str | None,
            readers: Sequence[str] | None, before: datetime | None, before_id: str | None,
-           limit: int | None) -> list[tuple[object, ...]]:
+           limit: int | None, top_level: bool = False) -> list[tuple[object, ...]]:
     needle = search_key(search) if search else ""
     candidates = _candidates(conn, needle) if needle else None
     where: list[str] = []
@@ -292,6 +304,8 @@ def _query(conn: sqlite3.Connection, what: str, *, status: str | None, search: s
     if status is not None:
         where.append("t.status=?")
         params.append(status)
+    if top_level:
+        where.append("t.parent_id IS NULL")
     if readers is not None and candidates is not None:
         where.append("EXISTS (SELECT 1 FROM interlock_readers r WHERE r.thread_id=t.thread_id "
                      f"AND r.key IN ({', '.join('?' for _ in readers)}))")
@@ -308,10 +322,13 @@ def _query(conn: sqlite3.Connection, what: str, *, status: str | None, search: s
                 params.append(status)
             _cursor(sub, params, "r", before, before_id)
             join = ""
-            if needle:
+            if needle or top_level:
                 join = " JOIN interlock_threads s ON s.thread_id=r.thread_id"
+            if needle:
                 sub.append("instr(s.search, ?) > 0")
                 params.append(needle)
+            if top_level:
+                sub.append("s.parent_id IS NULL")
             parts.append(
                 f"SELECT thread_id FROM (SELECT r.thread_id FROM interlock_readers r{join} "
                 f"WHERE {' AND '.join(sub)} ORDER BY r.updated_at DESC, r.thread_id DESC"
@@ -532,6 +549,7 @@ class SqliteCheckpointer:
         updated = t.updated_at.isoformat()
         deadline = _micros(review_deadline(t))
         search = search_text(t)
+        parent = t.parent.thread_id if t.parent is not None else None
         readers = [(k, t.thread_id, t.status, updated) for k in read_keys(t)]
         messages = [(t.thread_id, first_seq + i, message_to_json(m))
                     for i, m in enumerate(change.messages)]
@@ -546,18 +564,20 @@ class SqliteCheckpointer:
                 try:
                     conn.execute(
                         "INSERT INTO interlock_threads (thread_id, status, version, "
-                        "updated_at, data, deadline_us, search, change_seq, search_id) VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, " + NEXT_CHANGE + ", " + NEXT_SEARCH_ID + ")",
-                        (t.thread_id, t.status, t.version, updated, row, deadline, search),
+                        "updated_at, data, deadline_us, search, parent_id, change_seq, "
+                        "search_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, " + NEXT_CHANGE + ", "
+                        + NEXT_SEARCH_ID + ")",
+                        (t.thread_id, t.status, t.version, updated, row, deadline, search,
+                         parent),
                     )
                 except sqlite3.IntegrityError:
                     raise VersionConflict(t.thread_id, None) from None
             else:
                 cur = conn.execute(
                     "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=?, "
-                    "deadline_us=?, search=?, change_seq=" + NEXT_CHANGE + " "
+                    "deadline_us=?, search=?, parent_id=?, change_seq=" + NEXT_CHANGE + " "
                     "WHERE thread_id=? AND version=?",
-                    (t.status, t.version, updated, row, deadline, search, t.thread_id,
+                    (t.status, t.version, updated, row, deadline, search, parent, t.thread_id,
                      expected_version),
                 )
                 if cur.rowcount != 1:
@@ -608,19 +628,21 @@ class SqliteCheckpointer:
     async def list_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
-        readers: Sequence[str] | None = None,
+        readers: Sequence[str] | None = None, top_level: bool = False,
     ) -> list[ThreadRecord]:
         def q(conn: sqlite3.Connection) -> list[ThreadRecord]:
             rows = _select(conn, "t.data", status=status, search=search, readers=readers,
-                           before=before, before_id=before_id, limit=limit)
+                           before=before, before_id=before_id, limit=limit,
+                           top_level=top_level)
             return [ThreadRecord.model_validate_json(str(r[0])) for r in rows]
 
         return await self._run(q)
 
-    async def count_threads(self, *, status: str | None = None,
-                            search: str | None = None) -> int:
+    async def count_threads(self, *, status: str | None = None, search: str | None = None,
+                            top_level: bool = False) -> int:
         def q(conn: sqlite3.Connection) -> int:
-            return int(str(_select(conn, "count(*)", status=status, search=search)[0][0]))
+            return int(str(_select(conn, "count(*)", status=status, search=search,
+                                   top_level=top_level)[0][0]))
 
         return await self._run(q)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections import OrderedDict
 from datetime import UTC, datetime
@@ -16,7 +15,6 @@ from ... import __version__
 from ...agent import ThreadState
 from ...errors import NotAuthorized, ThreadNotFound
 from ...result import RunResult
-from ...subagent_tree import top_level
 from ...text import check_thread_id
 from ..api import caller_for, cancel_thread
 from ..auth import Identity
@@ -510,10 +508,10 @@ async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
                 found.append((current.updated_at, thread_json(current, fmt, api.assistant)))
     else:
         rows = []
-        lister = functools.partial(api.state.agent.alist_threads, reviewer=caller.reviewer())
         for status in wanted or (None,):
             # a sub-agent's thread is left out: its requests are interrupts of its parent
-            rows += await top_level(lister, status=status, limit=end)
+            rows += await api.state.agent.alist_threads(
+                status=status, limit=end, reviewer=caller.reviewer(), top_level=True)
         rows.sort(key=lambda r: r.updated_at, reverse=True)
         for r in rows[:end]:
             current = await api.load(r.thread_id, caller)
