@@ -29,6 +29,7 @@ The mapping is injective: different texts are always shown differently, and a li
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ _TOKEN = regex.compile(
 _SO = regex.compile(r"\p{So}")
 _BLANK_RUN = regex.compile(rf"\n{{{FOLD_BREAKS},}}")
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}_]+")
+_ASCII_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+"""The characters of :data:`_HIDDEN` that are ASCII, less the line break and tab (which
+:func:`inspect` does not report): all it can find in an ASCII text."""
 
 BIDI = frozenset([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 ZERO_WIDTH = frozenset([0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF])
@@ -261,6 +265,12 @@ class Findings:
 def inspect(texts: Iterable[str]) -> Findings:
     found = Findings()
     for text in texts:
+        # fast path (most arguments): in ASCII only controls and blank runs can be found
+        if text.isascii() and _ASCII_HIDDEN.search(text) is None:
+            if "\n" * FOLD_BREAKS in text:
+                for m in _BLANK_RUN.finditer(text):
+                    found.blank_lines += len(m.group()) - 1
+            continue
         for m in _HIDDEN.finditer(text):
             ch = m.group()
             if ch in "\n\t" or (ch in "\uFE0E\uFE0F" and m.start() > 0

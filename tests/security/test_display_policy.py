@@ -161,3 +161,21 @@ def test_warning_names_each_kind() -> None:
         "Hidden characters, shown as ⟨U+…⟩: 2 bidi controls (U+2067, U+2069), "
         "1 tag character (U+E0041), 1 zero-width character (U+200B), "
         "1 control character (U+001B)."]
+
+
+ascii_texts = st.lists(st.one_of(st.sampled_from(["\n", "\n\n\n\n\n", "\t", "\r", "\x1b[31m",
+                                                  "\x00", "\x7f", " ", "a"]),
+                                 st.text(st.characters(max_codepoint=127), max_size=8)),
+                       max_size=24).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ascii_texts)
+@example("".join(chr(i) for i in range(128)))
+def test_an_ascii_text_is_inspected_like_any_other(text: str) -> None:
+    # ASCII texts take a fast path; a non-ASCII letter of the same script ("é", Latin, not
+    # hidden) sends the same text through the full scan: the findings must be the same
+    fast, full = display.inspect([text]), display.inspect([text + " é"])
+    assert (fast.kinds, fast.samples, fast.mixed, fast.blank_lines) == \
+        (full.kinds, full.samples, full.mixed, full.blank_lines)
+    assert display.warnings(fast) == display.warnings(full)
