@@ -4,6 +4,7 @@ each status code, the SSE streams, and that decisions made over HTTP run exactly
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
@@ -91,12 +92,41 @@ async def test_health_openapi_and_index(local: Server) -> None:
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
     page = await local.client.get("/")
     assert page.status_code == 200
-    assert '<script type="module" src="static/inbox.js"></script>' in page.text
+    assert re.search(r'<script type="module" src="static/[0-9a-f]{16}/inbox\.js"></script>',
+                     page.text)
     assert "<script>" not in page.text  # no inline script anywhere
     csp = page.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
     js = await local.client.get("/static/inbox.js")
     assert js.status_code == 200 and "innerHTML" not in js.text
+
+
+async def test_inbox_files_are_cached_under_a_version_and_the_page_is_revalidated(
+        local: Server) -> None:
+    page = await local.client.get("/")
+    assert page.headers["cache-control"] == "no-cache"
+    again = await local.client.get("/", headers={"If-None-Match": page.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    names = re.findall(r'"static/([0-9a-f]{16})/([a-z]+\.(?:js|css))"', page.text)
+    assert {n for _, n in names} >= {"inbox.js", "api.js", "display.js", "inbox.css"}
+    version = names[0][0]
+    for _, name in names:
+        r = await local.client.get(f"/static/{version}/{name}")
+        plain = await local.client.get(f"/static/{name}")
+        assert r.status_code == plain.status_code == 200 and r.content == plain.content
+        assert r.headers["cache-control"] == "public, max-age=31536000, immutable"
+        assert plain.headers["cache-control"] == "no-cache"
+        assert "no-store" not in r.headers["cache-control"]
+        assert r.headers["content-security-policy"] and r.headers["x-content-type-options"]
+        # unversioned files are revalidated: an unchanged one costs a 304
+        cached = await local.client.get(f"/static/{name}",
+                                        headers={"If-None-Match": plain.headers["etag"]})
+        assert cached.status_code == 304
+    # the version is a digest of the files: another one is not served
+    other = "0" * 16 if version != "0" * 16 else "1" * 16
+    assert (await local.client.get(f"/static/{other}/inbox.js")).status_code == 404
+    assert (await local.client.get(f"/static/{version}/missing.js")).status_code == 404
+    assert (await local.client.get("/api/me")).headers["cache-control"] == "no-store"
 
 
 async def test_security_headers_on_api(local: Server) -> None:

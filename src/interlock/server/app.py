@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
-from fastapi import FastAPI
-from fastapi.responses import FileResponse
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from .. import __version__
 from ..agent import Agent
@@ -33,6 +35,32 @@ from .watcher import InboxWatcher
 log = logging.getLogger("interlock.server")
 STATIC = Path(__file__).parent / "static"
 MOUNT_PREFIX = "/langgraph/"
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+class _Static(StaticFiles):
+    """The inbox's files with a ``Cache-Control`` header (ETag and Last-Modified come from
+    StaticFiles, so a ``no-cache`` file is revalidated with a 304)."""
+
+    def __init__(self, cache_control: str) -> None:
+        super().__init__(directory=STATIC)
+        self.cache_control = cache_control
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        if response.status_code in (200, 304):
+            response.headers["Cache-Control"] = self.cache_control
+        return response
+
+
+def static_version() -> str:
+    """A digest of the inbox's files: the path segment under which they are served as
+    immutable (``/static/<version>/inbox.js``), so an upgrade changes every URL."""
+    digest = hashlib.sha256()
+    for f in sorted(STATIC.iterdir()):
+        if f.is_file():
+            digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 async def _repeat(what: str, job: Callable[[], Awaitable[list[RunResult]]],
@@ -180,11 +208,20 @@ def create_app(
     app.include_router(notify_router)
     errors.install(app)
     if inbox:
-        app.mount("/static", StaticFiles(directory=STATIC), name="static")
+        # the page names its files under a versioned path, cached for good (the modules'
+        # relative imports stay under it); /static/<file> stays for other users, revalidated
+        version = static_version()
+        page = (STATIC / "index.html").read_text().replace('"static/', f'"static/{version}/')
+        etag = f'"{hashlib.sha256(page.encode()).hexdigest()[:16]}"'
+        app.mount(f"/static/{version}", _Static(IMMUTABLE), name="static-versioned")
+        app.mount("/static", _Static("no-cache"), name="static")
 
         @app.get("/", include_in_schema=False)
-        async def index() -> FileResponse:
-            return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+        async def index(request: Request) -> Response:
+            headers = {"Cache-Control": "no-cache", "ETag": etag}
+            if request.headers.get("if-none-match") == etag:
+                return Response(status_code=304, headers=headers)
+            return HTMLResponse(page, headers=headers)
 
     trusted: tuple[str, ...] = ()
     if langgraph_api:

@@ -25,6 +25,11 @@ export function whenUnauthorized(fn) {
   onUnauthorized = fn;
 }
 
+/** Tell the whenUnauthorized handler about a 401 asked for with `quiet`. */
+export function unauthorized(data) {
+  onUnauthorized(data);
+}
+
 export function url(path) {
   return new URL(path, document.baseURI).toString();
 }
@@ -35,8 +40,11 @@ function headers(extra) {
   return out;
 }
 
-/** Returns {ok, status, data}; data is the parsed JSON body (or {message} for other bodies). */
-export async function request(method, path, body) {
+/**
+ * Returns {ok, status, data}; data is the parsed JSON body (or {message} for other bodies).
+ * A 401 calls the whenUnauthorized handler unless `quiet` (the caller handles it).
+ */
+export async function request(method, path, body, { quiet = false } = {}) {
   let res;
   try {
     res = await fetch(url(path), {
@@ -55,11 +63,11 @@ export async function request(method, path, body) {
   } catch {
     data = { message: `HTTP ${res.status}` };
   }
-  if (res.status === 401) onUnauthorized(data);
+  if (res.status === 401 && !quiet) onUnauthorized(data);
   return { ok: res.ok, status: res.status, data };
 }
 
-export const get = (path) => request("GET", path);
+export const get = (path, options) => request("GET", path, undefined, options);
 export const post = (path, body) => request("POST", path, body ?? {});
 export const del = (path) => request("DELETE", path);
 

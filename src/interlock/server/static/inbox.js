@@ -165,7 +165,7 @@ function nextCursor(data) {
   return data.next_before ? { at: data.next_before, id: data.next_before_id } : null;
 }
 
-async function fetchPage(cursor, count = false) {
+async function fetchPage(cursor, count = false, options = undefined) {
   const params = new URLSearchParams({ limit: String(PAGE) });
   if (state.status) params.set("status", state.status);
   const q = state.search.trim();
@@ -175,17 +175,19 @@ async function fetchPage(cursor, count = false) {
     params.set("before", cursor.at);
     if (cursor.id) params.set("before_id", cursor.id);
   }
-  return api.get(`api/threads?${params}`);
+  return api.get(`api/threads?${params}`, options);
 }
 
-async function loadList() {
-  // one page at once (the rest loads as the list is scrolled), with the count of all that match
+async function loadList(first = null) {
+  // one page at once (the rest loads as the list is scrolled), with the count of all that
+  // match; `first`: that page, already asked for (at start, together with api/me)
   const gen = ++state.listGen;
   state.loading = true;
   scheduleRender();
   const fresh = new Map();
-  const r = await fetchPage(null, true);
+  const r = await (first || fetchPage(null, true));
   if (gen !== state.listGen) return;
+  if (first && r.status === 401) api.unauthorized(r.data);  // it was asked for quietly
   let before = null;
   if (r.ok) {
     for (const s of r.data.threads) mergeSummary(fresh, s);
@@ -1000,6 +1002,9 @@ function showLogin(message) {
 }
 
 async function boot() {
+  // the first page is asked for together with api/me (one round trip, not two); its answer
+  // is used only once api/me says who is signed in (a 401 shows the sign-in form once)
+  const first = fetchPage(null, true, { quiet: true });
   const me = await api.get("api/me");
   if (me.status === 401) {
     showLogin(api.hasToken() ? "That token was not accepted." : "");
@@ -1016,7 +1021,7 @@ async function boot() {
     : "local mode";
   $("#signout").hidden = !me.data.auth;
   startStream();
-  await loadList();
+  await loadList(first);
   route();
 }
 
