@@ -290,28 +290,34 @@ def _preview(value: Any) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
+# The summaries are built from stored records, which were validated when they were read:
+# model_construct skips validating every field again (a list page builds 150 of these).
+
+
 def pending_summary(intr: Interrupt) -> PendingSummary:
     if intr.kind == "review":
         value = intr.value
         req = HITLRequest.of(value)
         calls = [
-            CallSummary(tool_call_id=a.tool_call_id, name=a.name, args_preview=_preview(a.args),
-                        allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,
-                        expires_at=c.expires_at, reason=a.reason,
-                        display_warnings=display.warnings(display.inspect(
-                            [a.name, a.description, *display.strings(a.args)])),
-                        path=a.path)
+            CallSummary.model_construct(
+                tool_call_id=a.tool_call_id, name=a.name, args_preview=_preview(a.args),
+                allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,
+                expires_at=c.expires_at, reason=a.reason,
+                display_warnings=display.warnings(display.inspect(
+                    [a.name, a.description, *display.strings(a.args)])),
+                path=a.path)
             for a, c in zip(req.action_requests, req.review_configs, strict=True)
         ]
-        return PendingSummary(interrupt_id=intr.id, kind="review", created_at=intr.created_at,
-                              calls=calls, path=intr.path)
-    return PendingSummary(interrupt_id=intr.id, kind="input", created_at=intr.created_at,
-                          question=_preview(intr.value), tool_call_id=intr.tool_call_id,
-                          path=intr.path)
+        return PendingSummary.model_construct(
+            interrupt_id=intr.id, kind="review", created_at=intr.created_at, calls=calls,
+            question=None, tool_call_id=None, path=intr.path)
+    return PendingSummary.model_construct(
+        interrupt_id=intr.id, kind="input", created_at=intr.created_at, calls=[],
+        question=_preview(intr.value), tool_call_id=intr.tool_call_id, path=intr.path)
 
 
 def thread_summary(rec: ThreadRecord) -> ThreadSummary:
-    return ThreadSummary(
+    return ThreadSummary.model_construct(
         thread_id=rec.thread_id, status=rec.status, version=rec.version, preview=rec.preview,
         created_at=rec.created_at, updated_at=rec.updated_at, error=rec.error,
         last_decision=rec.last_decision, outcome=rec.outcome,
