@@ -165,12 +165,11 @@ function nextCursor(data) {
   return data.next_before ? { at: data.next_before, id: data.next_before_id } : null;
 }
 
-async function fetchPage(cursor, count = false, options = undefined) {
+async function fetchPage(cursor, options = undefined) {
   const params = new URLSearchParams({ limit: String(PAGE) });
   if (state.status) params.set("status", state.status);
   const q = state.search.trim();
   if (q) params.set("q", q);
-  if (count) params.set("count", "true");
   if (cursor) {
     params.set("before", cursor.at);
     if (cursor.id) params.set("before_id", cursor.id);
@@ -178,21 +177,40 @@ async function fetchPage(cursor, count = false, options = undefined) {
   return api.get(`api/threads?${params}`, options);
 }
 
+// the count of all that match (a request of its own: counting 100,000 rows takes longer
+// than reading a page, and the rows are drawn without waiting for it)
+function fetchCount(options = undefined) {
+  const params = new URLSearchParams({ limit: "1", count: "true" });
+  if (state.status) params.set("status", state.status);
+  const q = state.search.trim();
+  if (q) params.set("q", q);
+  return api.get(`api/threads?${params}`, options);
+}
+
+function takeCount(gen, r) {
+  if (gen === state.listGen && r.ok && typeof r.data.total === "number") {
+    state.total = r.data.total;
+    scheduleRender();
+  }
+}
+
 async function loadList(first = null) {
-  // one page at once (the rest loads as the list is scrolled), with the count of all that
-  // match; `first`: that page, already asked for (at start, together with api/me)
+  // one page at once (the rest loads as the list is scrolled) and, asked for at the same
+  // time, the count of all that match; `first`: both, already asked for (at start, together
+  // with api/me)
   const gen = ++state.listGen;
   state.loading = true;
   scheduleRender();
   const fresh = new Map();
-  const r = await (first || fetchPage(null, true));
+  const counting = first ? first.count : fetchCount();
+  const r = await (first ? first.page : fetchPage(null));
   if (gen !== state.listGen) return;
   if (first && r.status === 401) api.unauthorized(r.data);  // it was asked for quietly
   let before = null;
   if (r.ok) {
     for (const s of r.data.threads) mergeSummary(fresh, s);
     before = nextCursor(r.data);
-    state.total = typeof r.data.total === "number" ? r.data.total : null;
+    state.total = null;  // until the count of this list arrives
     hideBanner();
   } else {
     showBanner(r.data.message || `Could not load the list (HTTP ${r.status}).`);
@@ -206,6 +224,7 @@ async function loadList(first = null) {
   state.nextBefore = before;
   state.loading = false;
   scheduleRender();
+  counting.then((c) => takeCount(gen, c));
 }
 
 // the count comes from the server (it covers the rows not loaded yet); asked again, at most
@@ -215,15 +234,7 @@ function scheduleRecount() {
   state.recountTimer = setTimeout(async () => {
     state.recountTimer = 0;
     const gen = state.listGen;
-    const params = new URLSearchParams({ limit: "1", count: "true" });
-    if (state.status) params.set("status", state.status);
-    const q = state.search.trim();
-    if (q) params.set("q", q);
-    const r = await api.get(`api/threads?${params}`);
-    if (gen === state.listGen && r.ok && typeof r.data.total === "number") {
-      state.total = r.data.total;
-      scheduleRender();
-    }
+    takeCount(gen, await fetchCount());
   }, 1000);
 }
 
@@ -1004,7 +1015,8 @@ function showLogin(message) {
 async function boot() {
   // the first page is asked for together with api/me (one round trip, not two); its answer
   // is used only once api/me says who is signed in (a 401 shows the sign-in form once)
-  const first = fetchPage(null, true, { quiet: true });
+  const first = { page: fetchPage(null, { quiet: true }),
+    count: fetchCount({ quiet: true }) };
   const me = await api.get("api/me");
   if (me.status === 401) {
     showLogin(api.hasToken() ? "That token was not accepted." : "");
