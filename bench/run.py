@@ -441,7 +441,7 @@ class Bench:
         args = ["--sizes", "1000,10000", "--samples", "20", "--browser-samples", "5"] \
             if self.quick else []
         if self.args.smoke:
-            args = ["--sizes", "50", "--samples", "3", "--browser-samples", "1"]
+            args = ["--sizes", "200", "--samples", "3", "--browser-samples", "1"]  # 2 dba threads
         self.fig_script("inbox", "scale_inbox.py", [
             *args, "--backends", ",".join(stores), "--pg-dsn", self.args.pg_dsn])
 
