@@ -212,3 +212,38 @@ def test_a_request_pending_since_before_the_start_leaves_its_reviewers_inboxes(
         hub.close()
 
     asyncio.run(go())
+
+
+def test_a_request_raised_and_answered_between_two_reads_is_reported_once(
+        stores: StoreFactory) -> None:
+    """The watcher saw the thread before its request was raised; the request is raised and
+    answered before the next read (the two changes arrive as one): it is still reported as
+    resolved — once, not again on later reads of the same thread."""
+    async def go() -> None:
+        store = CountingStore(stores())
+        agent = Agent(model=ScriptedModel([]), checkpointer=store)  # type: ignore[arg-type]
+        hub = Hub()
+        events = collect(hub)
+        watcher = InboxWatcher(agent, hub)
+        await watcher.prime()
+        at = datetime.now(UTC)
+        running = ThreadRecord(thread_id="r", status="running", version=1, created_at=at,
+                               updated_at=at)
+        await store.commit(Commit(thread=running), expected_version=None)
+        await settle(watcher, store, 1)  # seen running, nothing pending
+        raised = paused("r", at=at).model_copy(update={"version": 2})
+        await store.commit(Commit(thread=raised), expected_version=1)
+        answered = raised.model_copy(update={"version": 3, "status": "running", "pending": [],
+                                             "resolved": ["i-r"]})
+        await store.commit(Commit(thread=answered), expected_version=2)
+        await settle(watcher, store, 2)
+        later = answered.model_copy(update={"version": 4, "status": "completed"})
+        await store.commit(Commit(thread=later), expected_version=3)
+        await settle(watcher, store, 3)
+        assert [(e, d.get("interrupt_id")) for e, d in events if e != "thread_updated"] == [
+            ("request_resolved", "i-r")]
+        assert [d["thread"]["status"] for e, d in events if e == "thread_updated"] == [
+            "running", "running", "completed"]
+        hub.close()
+
+    asyncio.run(go())

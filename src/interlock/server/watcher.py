@@ -28,6 +28,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import timedelta
 
 from ..agent import Agent
@@ -46,6 +47,18 @@ process's clock may lag a little)."""
 HELD_MAX = 0.25
 """Seconds at most between reads while committed changes wait behind an open transaction (it
 may not send a signal when it ends)."""
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """A thread as the watcher last read it."""
+
+    pending: frozenset[str]
+    """Its pending interrupt ids."""
+    resolved: frozenset[str]
+    """The interrupt ids it listed as recently answered."""
+    facts: ThreadFacts
+    """Who could read it."""
 
 
 class InboxWatcher:
@@ -71,9 +84,8 @@ class InboxWatcher:
         self.remember = remember
         self._cursor: ChangeCursor | None = None
         self._started = agent.clock()
-        self._recent: OrderedDict[str, tuple[frozenset[str], ThreadFacts]] = OrderedDict()
-        """Pending interrupt ids and access facts of the threads seen changing most recently
-        (bounded)."""
+        self._recent: OrderedDict[str, _Seen] = OrderedDict()
+        """What was last seen of the threads seen changing most recently (bounded)."""
         self._wake = asyncio.Event()
         self.signal_interval = signal_interval
         """Seconds between fallback polls while the store's change signals wake the watcher."""
@@ -150,7 +162,8 @@ class InboxWatcher:
                            deciders=frozenset(r.deciders))
 
     def _remember(self, r: ThreadRecord) -> None:
-        self._recent[r.thread_id] = (frozenset(i.id for i in r.pending), facts_of(r))
+        self._recent[r.thread_id] = _Seen(frozenset(i.id for i in r.pending),
+                                          frozenset(r.resolved), facts_of(r))
         self._recent.move_to_end(r.thread_id)
         while len(self._recent) > self.remember:
             self._recent.popitem(last=False)
@@ -163,22 +176,25 @@ class InboxWatcher:
                              (facts_of(r),))
             return
         seen = self._recent.get(r.thread_id)
-        old = seen[0] if seen is not None else None
         new = list(r.pending)
+        new_ids = {i.id for i in new}
         # an event is shown to the readers of the thread; a resolved request also to those
         # who could read it while it was pending (so their inbox drops it)
         now = (facts_of(r),)
-        then = now + ((seen[1],) if seen is not None else ()) + (
+        then = now + ((seen.facts,) if seen is not None else ()) + (
             (before,) if before is not None else ())
-        if old is None:
+        if seen is None:
             # not seen changing since start: a request is new if created since then, and the
             # ones gone are those the thread lists as recently answered
             floor = self._started - CLOCK_MARGIN
             raised = [i.id for i in new if i.created_at >= floor]
-            resolved = [iid for iid in r.resolved if iid not in {i.id for i in new}]
+            resolved = [iid for iid in r.resolved if iid not in new_ids]
         else:
-            raised = [i.id for i in new if i.id not in old]
-            resolved = sorted(old - {i.id for i in new})
+            raised = [i.id for i in new if i.id not in seen.pending]
+            # gone since last seen; and those raised and answered between two reads (the
+            # thread went on before this watcher read its paused state), which the thread
+            # lists as answered since then
+            resolved = sorted((seen.pending | (set(r.resolved) - seen.resolved)) - new_ids)
         for iid in resolved:
             self.hub.publish(INBOX, "request_resolved", {"interrupt_id": iid, "thread": summary},
                              then)
