@@ -565,6 +565,29 @@ def test_finished_thread_shows_no_null_and_says_what_happened(page: Page,
     assert "null" not in page.locator(".detail-head").inner_text()
 
 
+def test_a_filter_chosen_before_the_first_page_arrived_is_the_list_shown(
+        page: Page, live: LiveServer) -> None:
+    # the first page is asked for with the default filter together with api/me; a filter
+    # chosen while api/me is still on its way must not be replaced by that early answer
+    Api(live.url).start("sql SELECT 7 AS early", "early-1")
+    decide_api(live, "early-1", [{"type": "approve"}])
+    held: list[Any] = []
+    page.route("**/api/me", lambda route: held.append(route))
+    page.goto(f"{live.url}/")
+    page.wait_for_function("document.readyState === 'complete'")
+    expect(page.locator("#whoami")).to_have_text("")  # api/me has not been answered
+    page.select_option("#status-filter", "")
+    row = page.locator('.row[data-thread-id="early-1"]')
+    expect(row).to_be_visible()
+    while not held:
+        page.wait_for_timeout(20)
+    held[0].continue_()
+    expect(page.locator("#whoami")).to_have_text("local mode")
+    page.wait_for_timeout(500)  # time for a stale first page to replace the list
+    expect(row).to_be_visible()
+    expect(page.locator("#status-filter")).to_have_value("")
+
+
 def test_a_question_is_shown_once(page: Page, live: LiveServer) -> None:
     question = "Which region should the new replica go to?"
     Api(live.url).start(f"ask {question}", "once-1")

@@ -187,6 +187,11 @@ function fetchCount(options = undefined) {
   return api.get(`api/threads?${params}`, options);
 }
 
+// what a list request asks for (an answer asked for with other filters is not used)
+function listKey() {
+  return JSON.stringify([state.status, state.search.trim()]);
+}
+
 function takeCount(gen, r) {
   if (gen === state.listGen && r.ok && typeof r.data.total === "number") {
     state.total = r.data.total;
@@ -199,6 +204,9 @@ async function loadList(first = null) {
   // time, the count of all that match; `first`: both, already asked for (at start, together
   // with api/me)
   const gen = ++state.listGen;
+  // the early page was asked for with the filters of the moment: if they changed since (the
+  // filter or search box used before the page loaded), it is not the list shown now
+  if (first && first.key !== listKey()) first = null;
   state.loading = true;
   scheduleRender();
   const fresh = new Map();
@@ -242,8 +250,9 @@ async function loadMore() {
   const gen = state.listGen;
   state.loading = true;
   const r = await fetchPage(state.nextBefore);
+  if (gen !== state.listGen) return;  // a new list is loading: its own flag stands
   state.loading = false;
-  if (gen !== state.listGen || !r.ok) return;
+  if (!r.ok) return;
   for (const s of r.data.threads) if (matchesStatus(s)) mergeSummary(state.threads, s);
   state.nextBefore = nextCursor(r.data);
   scheduleRender();
@@ -1015,8 +1024,9 @@ function showLogin(message) {
 async function boot() {
   // the first page is asked for together with api/me (one round trip, not two); its answer
   // is used only once api/me says who is signed in (a 401 shows the sign-in form once)
-  const first = { page: fetchPage(null, { quiet: true }),
+  const first = { key: listKey(), page: fetchPage(null, { quiet: true }),
     count: fetchCount({ quiet: true }) };
+  const genBefore = state.listGen;
   const me = await api.get("api/me");
   if (me.status === 401) {
     showLogin(api.hasToken() ? "That token was not accepted." : "");
@@ -1033,7 +1043,8 @@ async function boot() {
     : "local mode";
   $("#signout").hidden = !me.data.auth;
   startStream();
-  await loadList(first);
+  // a filter changed while api/me was on its way has loaded the list already
+  if (state.listGen === genBefore) await loadList(first);
   route();
 }
 
