@@ -310,6 +310,72 @@ def test_sqlite_locked_by_another_connection(tmp_path: Path) -> None:
     assert ran.calls == 1
 
 
+def test_a_new_file_opened_by_many_connections_at_once_works_for_each(tmp_path: Path) -> None:
+    # turning a new file to WAL needs it to itself: SQLite refuses at once, without waiting,
+    # while another connection does the same; each connection waits its turn instead
+    import threading
+
+    for round_ in range(40):
+        path = tmp_path / f"r{round_}.db"
+        stores = [SqliteCheckpointer(path) for _ in range(8)]
+        barrier = threading.Barrier(len(stores))
+        errors: list[BaseException] = []
+
+        def first_use(store: SqliteCheckpointer) -> None:
+            barrier.wait()
+            try:
+                asyncio.run(store.list_threads())
+            except BaseException as exc:
+                errors.append(exc)
+
+        workers = [threading.Thread(target=first_use, args=(s,)) for s in stores]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+        for s in stores:
+            asyncio.run(s.close())
+        assert errors == [], f"round {round_}: {errors}"
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_new_file_being_written_by_another_connection_is_waited_for(tmp_path: Path) -> None:
+    # while another connection holds a write lock, SQLite refuses the change to WAL at once
+    # (no busy wait); the store waits for up to busy_timeout like any write
+    import threading
+
+    path = tmp_path / "held.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.4, lambda: holder.execute("ROLLBACK")).start()
+    store = SqliteCheckpointer(path, busy_timeout=10)
+    started = time.monotonic()
+    assert asyncio.run(store.list_threads()) == []
+    assert time.monotonic() - started >= 0.3
+    asyncio.run(store.close())
+    holder.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    # held for longer than busy_timeout: a clear error after about that long, then it works
+    other = tmp_path / "other.db"
+    holder = sqlite3.connect(other, isolation_level=None)
+    holder.execute("CREATE TABLE other (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        late = SqliteCheckpointer(other, busy_timeout=0.5)
+        started = time.monotonic()
+        with pytest.raises(StorageError, match="locked by another connection"):
+            asyncio.run(late.list_threads())
+        assert 0.4 <= time.monotonic() - started < 10
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert asyncio.run(late.list_threads()) == []
+    asyncio.run(late.close())
+
+
 # ---------------------------------------------------------------------- unstorable results
 
 

@@ -664,6 +664,9 @@ def test_decide_with_the_keyboard_only(page: Page, live: LiveServer) -> None:
     expect(results(page).first).to_contain_text("Reason: not the audit table")
     # next / previous thread
     page.select_option("#status-filter", "")
+    # the list of all threads has loaded (the finished thread is in it) before it is read
+    expect(page.locator('.row[data-thread-id="keys-reject"]')).to_be_visible()
+    expect(page.locator("#list-count")).not_to_have_text("Loading…")
     page.locator("#list").focus()
     page.locator("body").focus()
     order = page.locator(".row").evaluate_all("rows => rows.map(r => r.dataset.threadId)")

@@ -8,6 +8,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -407,7 +408,7 @@ class SqliteCheckpointer:
                 self.path, timeout=self.busy_timeout, isolation_level=None,
                 check_same_thread=False,
             )
-            conn.execute("PRAGMA journal_mode=WAL")
+            _set_wal(conn, self.busy_timeout)
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
             self._migrate(conn)
@@ -846,6 +847,23 @@ class SqliteCheckpointer:
                 self._closed = True
 
         await offload(self._executor, c)
+
+
+def _set_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Put the file in WAL mode. Changing the journal mode needs the file to itself, and SQLite
+    answers "database is locked" at once, without waiting, while another connection opens the
+    same new file; so it is tried again, for up to ``busy_timeout``, as a write would be."""
+    give_up = time.monotonic() + busy_timeout
+    pause = 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > give_up:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
