@@ -321,7 +321,8 @@ def test_a_new_file_opened_by_many_connections_at_once_works_for_each(tmp_path: 
         barrier = threading.Barrier(len(stores))
         errors: list[BaseException] = []
 
-        def first_use(store: SqliteCheckpointer) -> None:
+        def first_use(store: SqliteCheckpointer, barrier: threading.Barrier = barrier,
+                      errors: list[BaseException] = errors) -> None:
             barrier.wait()
             try:
                 asyncio.run(store.list_threads())
