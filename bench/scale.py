@@ -211,7 +211,7 @@ def measure(backend: str, pending: int, args: argparse.Namespace, workdir: Path,
     try:
         time.sleep(2)
         out["rss_mb"] = rss_mb(proc.pid)
-        out["idle_cpu_pct"] = idle_cpu(proc.pid, 10)
+        out["idle_cpu_pct"] = idle_cpu(proc.pid, args.idle)
         if pending:
             with httpx.Client(base_url=base, timeout=30) as c:
                 def first_page(d: dict[str, Any]) -> None:
@@ -240,7 +240,7 @@ def measure(backend: str, pending: int, args: argparse.Namespace, workdir: Path,
             out["burst"] = {"changes": n, "seconds": time.perf_counter() - t0}
             asyncio.run(bstore.close())
             time.sleep(3)
-            out["idle_cpu_after_burst_pct"] = idle_cpu(proc.pid, 10)
+            out["idle_cpu_after_burst_pct"] = idle_cpu(proc.pid, args.idle)
             out["rss_after_burst_mb"] = rss_mb(proc.pid)
     finally:
         proc.terminate()
@@ -254,6 +254,8 @@ def main() -> int:
     p.add_argument("--backends", default="sqlite,postgres")
     p.add_argument("--burst", type=int, default=10_000)
     p.add_argument("--samples", type=int, default=50)
+    p.add_argument("--idle", type=float, default=10.0,
+                   help="seconds over which the idle server's CPU is measured")
     p.add_argument("--pg-dsn", default=DEFAULT_DSN)
     p.add_argument("--out", default=str(HERE / "results" / "scale.json"))
     args = p.parse_args()
