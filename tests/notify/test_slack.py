@@ -137,6 +137,51 @@ def test_a_decision_elsewhere_updates_the_slack_message(setup: tuple[Any, ...]) 
     assert executions() == []
 
 
+def test_untrusted_text_cannot_become_a_mention_or_a_link(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arguments, a description and a reviewer's message holding Slack's control sequences
+    (<!channel>, <https://...|label>, <@U...>) are shown as text: &, < and > escaped in every
+    mrkdwn field and in the message's text."""
+    import asyncio
+
+    from interlock import InterruptOn, ScriptedModel
+    from interlock.notify import Dispatcher, build_channels
+
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
+    trap = "<!channel> <https://evil.example|Approve here> <@U_ALICE> &amp;"
+    agent = make_agent(
+        SqliteCheckpointer(tmp_path / "db.sqlite"),
+        InterruptOn(allowed_decisions=["approve", "reject"], description=f"Check {trap}"),
+        model=ScriptedModel([{"name": "execute_sql", "args": {"query": f"SELECT '{trap}'"}},
+                             "Done."]))
+    with fake_slack() as slack:
+        config = NotifyConfig.model_validate({"slack": {
+            "token": slack.token, "signing_secret": SIGNING_SECRET, "channel": "#approvals",
+            "api_url": slack.url}})
+        dispatcher = Dispatcher(agent.checkpointer, build_channels(config, agent.checkpointer),
+                                settings=config.dispatch)
+        assert agent.invoke("clean up", thread_id="t-trap").interrupted
+        asyncio.run(dispatcher.run_once())
+        agent.resume("t-trap", [{"type": "reject", "message": f"no {trap}"}],
+                     reviewer=Reviewer("carol"))
+        asyncio.run(dispatcher.run_once())
+        (posted,) = slack.of("chat.postMessage")
+        (update,) = slack.of("chat.update")
+    assert executions() == []
+    for message in (posted, update):
+        fields = [message["text"]] + [
+            t["text"] for b in message["blocks"]
+            for t in ([b["text"]] if "text" in b else []) + b.get("elements", [])
+            if isinstance(t, dict) and t.get("type") == "mrkdwn"]
+        shown = "\n".join(fields)
+        assert "&lt;!channel&gt;" in shown and "&lt;https://evil.example|Approve here&gt;" in shown
+        assert "&amp;amp;" in shown  # an ampersand of the text stays an ampersand
+        # the only control sequence left is the inbox link interlock itself puts there
+        assert [f for f in fields if "<" in f or ">" in f] == [
+            f for f in fields if "|open in the inbox>" in f]
+    assert "no &lt;!channel&gt;" in json.dumps(update["blocks"])
+
+
 def escalation_dispatcher(store: Any, slack: FakeSlack, now: list[Any]) -> Any:
     """A dispatcher on the clock ``now[0]`` posting to ``slack``: dba and on-call channels."""
     from interlock.notify import Dispatcher, build_channels

@@ -47,17 +47,25 @@ def _button(text: str, action: str, value: str | None = None, url: str | None = 
     return b
 
 
+def _mrkdwn(text: str) -> str:
+    """Untrusted text inside Slack ``mrkdwn``: ``&``, ``<`` and ``>`` escaped as Slack asks, so
+    that a tool's name or description, a reviewer's message or a thread id cannot become a
+    link, a mention (``<!channel>``) or a user or channel reference."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _code(text: str) -> str:
-    # inside a code block Slack shows text literally; a ``` in the value would end it
-    return "```" + text.replace("```", "`\u200b``") + "```"
+    # a code block shows text as it is, but Slack reads &, < and > there too; a ``` in the
+    # value would end the block
+    return "```" + _mrkdwn(text).replace("```", "`\u200b``") + "```"
 
 
 def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> list[dict[str, Any]]:
     """The blocks of one call: what it is, its state, and the allowed decisions as buttons."""
     n = event.notice
-    head = f"*{visible(call.name, 150)}*"
+    head = f"*{_mrkdwn(visible(call.name, 150))}*"
     if call.description:
-        head += "\n" + visible(call.description, 500)
+        head += "\n" + _mrkdwn(visible(call.description, 500))
     status = outcome_text(call)
     if call.approvals_required > 1:
         who = ", ".join(visible(a.by, 80) for a in call.approvals) or "nobody yet"
@@ -74,7 +82,7 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> l
         blocks.append({"type": "context", "elements": [
             {"type": "plain_text", "text": f"⚠ {warning}"[:2000]}]})
     blocks.append({"type": "context", "elements": [
-        {"type": "mrkdwn", "text": f"Status: {status}"}]})
+        {"type": "mrkdwn", "text": f"Status: {_mrkdwn(status)}"}]})
     if call.state != "pending_review" or not n.pending:
         return blocks
     value = json.dumps({"t": n.thread_id, "i": n.interrupt_id, "c": call.tool_call_id,
@@ -107,11 +115,12 @@ def message_blocks(event: OutboxEvent, config: NotifyConfig) -> tuple[str, list[
         title = f"Decided: {names}"
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": (
-            f"*{title}*\nThread `{visible(n.thread_id, 100)}` · "
+            f"*{_mrkdwn(title)}*\nThread `{_mrkdwn(visible(n.thread_id, 100))}` · "
             f"<{config.request_url(n.thread_id)}|open in the inbox>")}}]
     for c in n.calls:
         blocks += [{"type": "divider"}, *call_blocks(event, c, config)]
-    return title, blocks
+    # the message's text (notifications, clients without blocks) is mrkdwn too
+    return _mrkdwn(title), blocks
 
 
 class SlackChannel:
