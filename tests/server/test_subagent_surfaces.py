@@ -258,3 +258,54 @@ async def test_list_pages_skip_sub_agent_threads(stores: StoreFactory) -> None:
             params.update(before=page["next_before"], before_id=page["next_before_id"])
         assert sorted(seen) == [f"p{n}" for n in range(5)] and len(seen) == 5
 
+
+
+async def test_a_sub_agents_tool_sharing_the_parents_tool_name_is_shown_as_its_own() -> None:
+    """The parent and its sub-agent each gate a tool called ``purge``: one changes things, the
+    other is declared read-only, with other descriptions and arguments. Each pending call is
+    shown with the tool it will run (call_tools), not with whichever tool of that name came
+    first."""
+    from interlock import Agent, HumanInTheLoop, MemoryCheckpointer, ScriptedModel, UserMessage
+    from interlock import tool as make_tool
+
+    @make_tool
+    def purge(table: str) -> str:
+        """Delete every row of a table."""
+        return f"purged {table}"
+
+    @make_tool(name="purge", read_only=True)
+    def dry_purge(pattern: str) -> str:
+        """Count what a purge would delete; changes nothing."""
+        return f"would purge {pattern}"
+
+    store = MemoryCheckpointer()
+    child = Agent(name="checker", checkpointer=store, tools=[dry_purge],
+                  model=ScriptedModel(lambda m: {"name": "purge", "args": {"pattern": "*.tmp"}}
+                                      if isinstance(m[-1], UserMessage) else "checked"),
+                  middleware=[HumanInTheLoop(interrupt_on={"purge": True})])
+    lead = Agent(name="lead", checkpointer=store,
+                 tools=[purge, child.as_tool(description="Checks things.")],
+                 model=ScriptedModel(lambda m: [
+                     {"name": "purge", "args": {"table": "sessions"}, "id": "own"},
+                     {"name": "checker", "args": {"task": "tmp files"}, "id": "ask"}]
+                     if isinstance(m[-1], UserMessage) else "done"),
+                 middleware=[HumanInTheLoop(interrupt_on={"purge": True})])
+    async with running(lead) as s:
+        r = await s.client.post("/api/threads", params={"wait": "true"},
+                                json={"message": "go", "thread_id": "p1"})
+        assert r.status_code == 200, r.text
+        detail = (await s.client.get("/api/threads/p1")).json()
+    shown = {}
+    for intr in detail["interrupts"]:
+        for a in intr["value"]["action_requests"]:
+            info = detail["call_tools"][f"{intr['id']}:{a['tool_call_id']}"]
+            shown["child" if a["path"] else "own"] = (a["args"], info)
+    assert set(shown) == {"own", "child"}
+    own_args, own = shown["own"]
+    child_args, kid = shown["child"]
+    assert own_args == {"table": "sessions"} and child_args == {"pattern": "*.tmp"}
+    assert own["read_only"] is False and own["description"] == "Delete every row of a table."
+    assert list(own["args_schema"]["properties"]) == ["table"]
+    assert kid["read_only"] is True
+    assert kid["description"] == "Count what a purge would delete; changes nothing."
+    assert list(kid["args_schema"]["properties"]) == ["pattern"]

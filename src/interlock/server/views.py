@@ -204,7 +204,13 @@ class ThreadDetail(BaseModel):
     calls: list[JournalEntry] = Field(description="Every tool call of the thread (journal).")
     history: list[AuditRecord] = Field(description="The thread's audit rows, oldest first.")
     history_truncated: bool = False
-    tools: dict[str, ToolInfo] = Field(description="Tools named by the pending requests.")
+    tools: dict[str, ToolInfo] = Field(description="Tools named by the pending requests, by "
+                                       "name (the first call of a name decides which tool a "
+                                       "name stands for; see call_tools).")
+    call_tools: dict[str, ToolInfo] = Field(
+        default_factory=dict, description="The tool of each pending call, keyed "
+        "'<interrupt id>:<tool call id>': a sub-agent's tool may share its name with the "
+        "parent's or another sub-agent's and differ in description, schema and read_only.")
     may_post: bool = Field(default=True, description="Whether the caller may send this "
                            "thread a new message (interlock.authz.may_post: its creator and "
                            "admins); the inbox offers a follow-up message only then.")
@@ -334,13 +340,17 @@ async def thread_detail(agent: Agent, state: ThreadState,
     calls = await agent.ajournal(state.thread_id)
     history = await agent.aaudit(state.thread_id, limit=HISTORY_LIMIT + 1)
     tools: dict[str, ToolInfo] = {}
+    call_tools: dict[str, ToolInfo] = {}
     for intr in state.interrupts:
         if intr.kind == "review" and isinstance(intr.value, HITLRequest):
             for a in intr.value.action_requests:
                 # a sub-agent's call: the tool of the agent its path leads to
-                if a.name not in tools and (t := tool_at(agent, a.name, a.path)) is not None:
-                    tools[a.name] = ToolInfo(name=a.name, description=t.description,
-                                             args_schema=t.args_schema, read_only=t.read_only)
+                if (t := tool_at(agent, a.name, a.path)) is None:
+                    continue
+                info = ToolInfo(name=a.name, description=t.description,
+                                args_schema=t.args_schema, read_only=t.read_only)
+                call_tools[f"{intr.id}:{a.tool_call_id}"] = info
+                tools.setdefault(a.name, info)
     root = None
     if state.parent is not None:
         chain = await parent_chain(agent.checkpointer, state.thread_id)
@@ -352,6 +362,7 @@ async def thread_detail(agent: Agent, state: ThreadState,
         messages=state.messages, interrupts=state.interrupts, remembered=state.remembered,
         calls=calls, history=history[:HISTORY_LIMIT],
         history_truncated=len(history) > HISTORY_LIMIT, tools=dict(sorted(tools.items())),
+        call_tools=call_tools,
         may_post=may_post(reviewer, ThreadFacts(
             state.thread_id, created_by=state.created_by)) and state.parent is None,
         parent=state.parent, root_thread_id=root,

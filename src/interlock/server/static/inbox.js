@@ -465,7 +465,8 @@ function renderRequests(t) {
       req.action_requests.forEach((action, i) => {
         const key = `${intr.id}:${action.tool_call_id}`;
         const card = state.cards.get(key)
-          || reviewCard(t, intr, action, req.review_configs[i], t.tools[action.name]);
+          || reviewCard(t, intr, action, req.review_configs[i],
+            (t.call_tools || {})[key] || t.tools[action.name]);
         card.dataset.key = key;
         next.set(key, card);
         keyed.push([key, card]);
