@@ -35,13 +35,15 @@ class WorkerProcess(ServeProcess):
     the server, with SIGINT)."""
 
     def __init__(self, name: str, db_url: str, exec_log: Path, release: Path,
-                 extra_args: Sequence[str] = ()) -> None:
+                 extra_args: Sequence[str] = (),
+                 agent: str = "server.server_agents:make_agent",
+                 env: dict[str, str] | None = None) -> None:
         self.name = name
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get(
             "PYTHONPATH", "")]), "INTERLOCK_TEST_EXEC_LOG": str(exec_log),
-            "INTERLOCK_TEST_RELEASE": str(release)}
+            "INTERLOCK_TEST_RELEASE": str(release), **(env or {})}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "interlock.cli", "worker", "server.server_agents:make_agent",
+            [sys.executable, "-m", "interlock.cli", "worker", agent,
              "--db", db_url, "--log-level", "info", *extra_args],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
@@ -112,15 +114,16 @@ def tier(tmp_path: Path) -> Iterator[dict[str, Any]]:
         assert all(code == 0 for _, code in codes), codes
 
 
-def api(env: dict[str, Any], name: str, *args: str) -> ServeProcess:
-    s = ServeProcess(name, env["url"], env["tokens"], env["log"], ["--api-only", *args])
-    env["started"].append(s)
+def api(tier: dict[str, Any], name: str, *args: str, **options: Any) -> ServeProcess:
+    s = ServeProcess(name, tier["url"], tier["tokens"], tier["log"], ["--api-only", *args],
+                     **options)
+    tier["started"].append(s)
     return s
 
 
-def worker(env: dict[str, Any], name: str, *args: str) -> WorkerProcess:
-    w = WorkerProcess(name, env["url"], env["log"], env["release"], args)
-    env["started"].append(w)
+def worker(tier: dict[str, Any], name: str, *args: str, **options: Any) -> WorkerProcess:
+    w = WorkerProcess(name, tier["url"], tier["log"], tier["release"], args, **options)
+    tier["started"].append(w)
     return w
 
 
@@ -277,3 +280,40 @@ def test_changes_reach_another_process_stream_through_notify_not_polling(
         seen_raised, seen_resolved, seen_done)
     assert len([e for e in executions(tier["log"])
                 if e["args"] == {"query": "DELETE FROM sessions"}]) == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_a_worker_gives_its_sub_agents_the_database_too(tmp_path: Path,
+                                                         tier: dict[str, Any]) -> None:
+    """``interlock worker --db`` replaces the store of the agent and of the agents behind its
+    sub-agent tools (as ``serve --db`` does): the children's threads are in Postgres, their
+    requests show on the parent through the API server, and approving both finishes the run
+    with each child's tool run once."""
+    team = "server.subagent_agents:make_lead"
+    effects = tmp_path / "effects.txt"
+    env = {"INTERLOCK_TEST_EFFECTS": str(effects)}
+    server = api(tier, "api", agent=team, env=env)
+    worker(tier, "worker", agent=team, env=env)
+    with httpx.Client(timeout=60, base_url=server.url, headers=bearer(ALICE)) as c:
+        r = c.post("/api/threads", json={"message": "clean up", "thread_id": "team-1"})
+        assert r.status_code == 202, r.text
+
+        def paused() -> dict[str, Any] | None:
+            t: dict[str, Any] = c.get("/api/threads/team-1").json()
+            return t if t["status"] == "interrupted" and len(t["interrupts"]) == 2 else None
+
+        detail = wait_for(paused, 60, "both sub-agents' requests on the parent")
+        children = c.get("/api/threads", params={"subagents": "true"}).json()["threads"]
+        assert {t["thread_id"] for t in children} == {
+            "team-1", "team-1@ask_researcher", "team-1@ask_dba"}
+        for intr in detail["interrupts"]:
+            r = c.post("/api/threads/team-1/decisions", json={
+                "interrupt_id": intr["id"], "decisions": [{"type": "approve"}]})
+            assert r.status_code == 202, r.text
+        done = wait_for(lambda: (t := c.get("/api/threads/team-1").json())["status"]
+                        == "completed" and t, 60, "the parent to complete")
+    answer = done["messages"][-1]["content"]
+    assert "researcher: deleted notes.txt" in answer and "dba: dropped users" in answer
+    ran = effects.read_text().splitlines()
+    assert sorted(line.split("|")[0] for line in ran) == ["delete_file", "drop_table"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -213,6 +215,18 @@ def open_store(url: str) -> Checkpointer:
             f"(sqlite:///relative.db or sqlite:////absolute/path.db)."
         )
     return store
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event that Ctrl-C (SIGINT) and SIGTERM set, for a long-running command's loop (call
+    it inside the running loop; where signals cannot be caught this way, they stop the
+    process as usual)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
 
 
 def load_agent(spec: str) -> Agent:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +16,7 @@ from ..outbox import OutboxEvent
 
 if TYPE_CHECKING:
     from ..notify import NotifyConfig
-from ._common import CliError, dump_json, out, short, when, with_agent
+from ._common import CliError, dump_json, out, short, stop_on_signals, when, with_agent
 
 
 def _load(notify_file: Path) -> NotifyConfig:
@@ -60,11 +58,7 @@ def dispatch(agent: Agent, notify_file: Path, once: bool) -> None:
         if once:
             await dispatcher.run_once()
             return
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
+        stop = stop_on_signals()
         console.print(f"interlock: delivering notifications to "
                       f"{', '.join(c.name for c in dispatcher.channels) or 'no channel'}; "
                       f"Ctrl-C stops", highlight=False, markup=False)

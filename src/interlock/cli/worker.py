@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import signal
 from datetime import timedelta
 
 import click
 
 from ..errors import ConfigurationError
 from ..storage import from_url
-from ._common import DB_ENV, CliError, load_agent
+from ..subagent_tree import use_store
+from ._common import DB_ENV, CliError, CliUsageError, load_agent, stop_on_signals
 
 
 @click.command("worker")
@@ -55,7 +54,11 @@ def worker(agent_spec: str, db: str | None, concurrency: int, claim_lease: float
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     agent = load_agent(agent_spec)
     if db is not None:
-        agent.checkpointer = from_url(db)
+        try:
+            store = from_url(db)
+        except ConfigurationError as exc:
+            raise CliUsageError(f"--db {db!r}: {exc}") from exc
+        use_store(agent, store)  # its sub-agents' threads go there too, as in serve --db
     try:
         w = Worker(agent, concurrency=concurrency, claim_lease=timedelta(seconds=claim_lease),
                    poll_interval=poll_interval,
@@ -68,11 +71,7 @@ def worker(agent_spec: str, db: str | None, concurrency: int, claim_lease: float
                        exit_code=2) from exc
 
     async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
+        stop = stop_on_signals()
         click.echo(f"interlock: worker for {agent.name!r} on {agent.checkpointer!r}, "
                    f"{concurrency} run(s) at a time; Ctrl-C stops", err=True)
         try:
