@@ -317,3 +317,31 @@ def test_a_worker_gives_its_sub_agents_the_database_too(tmp_path: Path,
     assert "researcher: deleted notes.txt" in answer and "dba: dropped users" in answer
     ran = effects.read_text().splitlines()
     assert sorted(line.split("|")[0] for line in ran) == ["delete_file", "drop_table"]
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_langgraph_clients_on_an_api_only_server_with_a_worker(tier: dict[str, Any]) -> None:
+    """The LangGraph-compatible API of an API-only server: the real ``langgraph-sdk`` client
+    waits for a run that a worker process executes, sees it pause, resumes it with
+    ``command.resume`` and gets the finished state; the tool runs once, in the worker."""
+    from langgraph_sdk import get_sync_client
+
+    server = api(tier, "api", "--langgraph-api")
+    runner = worker(tier, "worker")
+    client = get_sync_client(url=server.url + "/langgraph", api_key=ALICE)
+    tid = client.threads.create()["thread_id"]
+    out = client.runs.wait(tid, "agent", input={
+        "messages": [{"role": "user", "content": "sql DELETE FROM old_rows"}]})
+    (pending,) = out["__interrupt__"]
+    assert pending["value"]["action_requests"][0]["args"] == {"query": "DELETE FROM old_rows"}
+    assert client.threads.get(tid)["status"] == "interrupted"
+    assert executions(tier["log"]) == []
+    done = client.runs.wait(tid, "agent", command={"resume": {
+        pending["id"]: {"type": "approve"}}})
+    assert done["messages"][-1]["content"] == "Done. OK: ran DELETE FROM old_rows"
+    assert client.threads.get(tid)["status"] == "idle"
+    runs = executions(tier["log"])
+    assert [(e["name"], e["args"]) for e in runs] == [
+        ("execute_sql", {"query": "DELETE FROM old_rows"})]
+    assert [e["pid"] for e in runs] == [runner.pid]  # run by the worker, not the API server
