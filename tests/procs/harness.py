@@ -9,6 +9,8 @@ import selectors
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 PROCS = Path(__file__).parent
@@ -79,3 +81,25 @@ def race_round(workers: list[LineProcess], task: str) -> list[str]:
     for w in workers:
         w.send("go")
     return [w.recv(120) for w in workers]
+
+
+def race_rounds(workers: list[LineProcess], repetitions: int,
+                pause: Callable[[int], tuple[str, str]]) -> Counter[str]:
+    """Race ``workers`` over one interrupt, ``repetitions`` times: ``pause(rep)`` makes a
+    paused thread and gives ``(thread_id, interrupt_id)``; every round exactly one worker must
+    win and the others get a conflict. Waits for the workers to be ready first and closes
+    them at the end (all must exit 0). Returns where the losers found out, counted."""
+    where: Counter[str] = Counter()
+    try:
+        for w in workers:
+            assert w.recv(60) == "ready"
+        for rep in range(repetitions):
+            thread, iid = pause(rep)
+            results = race_round(workers, f"task {thread} {iid}")
+            kinds = Counter(r.split()[1] for r in results)
+            assert kinds == Counter({"won": 1, "conflict": len(workers) - 1}), (rep, results)
+            where.update(r.split()[2] for r in results if r.split()[1] == "conflict")
+    finally:
+        codes = [w.close() for w in workers]
+    assert codes == [0] * len(workers)
+    return where

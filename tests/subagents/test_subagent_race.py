@@ -11,7 +11,7 @@ import pytest
 
 from conftest import StoreFactory
 from interlock import CallState
-from procs.harness import LineProcess, race_round
+from procs.harness import LineProcess, race_rounds
 from procs.subagent_team import Effects, build_team
 
 WORKERS = 2
@@ -26,25 +26,17 @@ def test_two_processes_decide_one_child_request(stores: StoreFactory) -> None:
     orch.list_threads(limit=1)  # the schema exists before the workers start
     workers = [LineProcess("subagent_worker.py", "race", "--db", stores.url(), "--effects", str(effects))
                for _ in range(WORKERS)]
-    where: Counter[str] = Counter()
     started = time.monotonic()
-    try:
-        for w in workers:
-            assert w.recv(60) == "ready"
-        for rep in range(REPETITIONS):
-            thread = f"race-{rep}"
-            paused = orch.invoke("clean up", thread_id=thread)
-            [iid] = [i.id for i in paused.interrupts
-                     if i.value.action_requests[0].name == "delete_file"]
-            results = race_round(workers, f"task {thread} {iid}")
-            kinds = Counter(r.split()[1] for r in results)
-            assert kinds == Counter({"won": 1, "conflict": WORKERS - 1}), (rep, results)
-            where.update(r.split()[2] for r in results if r.split()[1] == "conflict")
-    finally:
-        codes = [w.close() for w in workers]
+
+    def pause(rep: int) -> tuple[str, str]:
+        paused = orch.invoke("clean up", thread_id=f"race-{rep}")
+        [iid] = [i.id for i in paused.interrupts
+                 if i.value.action_requests[0].name == "delete_file"]
+        return f"race-{rep}", iid
+
+    where = race_rounds(workers, REPETITIONS, pause)
     print(f"\n{stores.kind}: {REPETITIONS} x {WORKERS} processes in "
           f"{time.monotonic() - started:.1f}s; where the losers found out: {dict(where)}")
-    assert codes == [0] * WORKERS
     fx = Effects(effects)
     per_thread = Counter(line.split("|")[1] for line in fx.all())
     assert per_thread == Counter({f"race-{rep}@ask_researcher": 1 for rep in range(REPETITIONS)})
