@@ -285,12 +285,18 @@ def main() -> int:
                              f"{r['idle_cpu_after_burst_pct']:.1f} %, RSS "
                              f"{r['rss_after_burst_mb']:.0f} MB")
                 print(line, flush=True)
-        if "postgres" in args.backends:
-            pg_util.drop_schema(args.pg_dsn, SCHEMA)
+    finish(results, args)
+    return 0
+
+
+def finish(results: dict[str, Any], args: argparse.Namespace) -> None:
+    """Drop the benchmark's Postgres schema (if it ran there) and write ``results`` to
+    ``args.out`` with the load average at the end."""
+    if "postgres" in args.backends:
+        pg_util.drop_schema(args.pg_dsn, SCHEMA)
     results["loadavg_end"] = os.getloadavg()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -46,12 +46,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import httpx  # noqa: E402
-import pg_util  # noqa: E402
 from scale import (  # noqa: E402
     DEFAULT_DSN,
     SCHEMA,
     cpu_seconds,
     fill,
+    finish,
     order_number,
     reset,
     serve,
@@ -235,11 +235,7 @@ def main() -> int:
                                   if isinstance(v, dict))
                       + f" ms p50; first load {r['inbox_first_rows']['cold_ms']:.0f} ms",
                       flush=True)
-        if "postgres" in args.backends:
-            pg_util.drop_schema(args.pg_dsn, SCHEMA)
-    results["loadavg_end"] = os.getloadavg()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    finish(results, args)
     return 0
 
 
