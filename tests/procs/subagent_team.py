@@ -108,11 +108,13 @@ def orchestrator_script(messages: Sequence[Message]) -> Any:
     return "summary: " + " ; ".join(results)
 
 
-def build_team(store: Checkpointer, effects: Effects, *,
-               expires_after: timedelta | None = None,
-               reviewers: list[str] | None = None,
-               approvals: int = 1) -> tuple[Agent, Agent, Agent]:
-    """(orchestrator, researcher, dba) on ``store``."""
+def build_workers(store: Checkpointer, effects: Effects, *,
+                  expires_after: timedelta | None = None,
+                  reviewers: list[str] | None = None,
+                  approvals: int = 1) -> tuple[Agent, Agent]:
+    """(researcher, dba) on ``store``: the researcher's ``delete_file`` is gated with every
+    decision; the dba's ``drop_table`` with approve / edit / reject, ``reviewers`` and
+    ``approvals``. Both tools record what they do in ``effects``."""
 
     @tool
     def delete_file(path: str, ctx: ToolContext) -> str:
@@ -136,6 +138,16 @@ def build_team(store: Checkpointer, effects: Effects, *,
         middleware=[HumanInTheLoop(interrupt_on={"drop_table": InterruptOn(
             allowed_decisions=["approve", "edit", "reject"], expires_after=expires_after,
             reviewers=reviewers, allow_remember=False, approvals=approvals)})])
+    return researcher, dba
+
+
+def build_team(store: Checkpointer, effects: Effects, *,
+               expires_after: timedelta | None = None,
+               reviewers: list[str] | None = None,
+               approvals: int = 1) -> tuple[Agent, Agent, Agent]:
+    """(orchestrator, researcher, dba) on ``store``."""
+    researcher, dba = build_workers(store, effects, expires_after=expires_after,
+                                    reviewers=reviewers, approvals=approvals)
     orchestrator = Agent(
         name="orchestrator", model=ScriptedModel(orchestrator_script),
         tools=[researcher.as_tool(description="Research and clean up files."),

@@ -23,18 +23,14 @@ from typing import Any
 from interlock import (
     Agent,
     Checkpointer,
-    HumanInTheLoop,
-    InterruptOn,
     MemoryCheckpointer,
     Message,
     ScriptedModel,
     SqliteCheckpointer,
-    ToolContext,
     ToolMessage,
     UserMessage,
-    tool,
 )
-from procs.subagent_team import Effects, build_chain
+from procs.subagent_team import Effects, build_chain, build_workers
 
 EFFECTS_ENV = "INTERLOCK_TEST_EFFECTS"
 DB_ENV = "INTERLOCK_TEST_SUBAGENT_DB"
@@ -43,17 +39,6 @@ DB_ENV = "INTERLOCK_TEST_SUBAGENT_DB"
 def effects() -> Effects:
     path = os.environ.get(EFFECTS_ENV)
     return Effects(Path(path) if path else None)
-
-
-def _worker(tool_name: str, key: str, label: str) -> Any:
-    def script(messages: Sequence[Message]) -> Any:
-        last = messages[-1]
-        if isinstance(last, UserMessage):
-            return {"name": tool_name, "args": {key: last.content}}
-        results = [m.content for m in messages if isinstance(m, ToolMessage)]
-        return f"{label}: {results[-1] if results else ''}"
-
-    return script
 
 
 def lead_script(messages: Sequence[Message]) -> Any:
@@ -74,28 +59,7 @@ def make_lead(checkpointer: Checkpointer | None = None, fx: Effects | None = Non
         store = SqliteCheckpointer(db) if db else MemoryCheckpointer()
     fx = fx if fx is not None else effects()
 
-    @tool
-    def delete_file(path: str, ctx: ToolContext) -> str:
-        """Delete a file."""
-        fx.add(f"delete_file|{ctx.thread_id}|{ctx.tool_call_id}|{path}")
-        return f"deleted {path}"
-
-    @tool
-    def drop_table(name: str, ctx: ToolContext) -> str:
-        """Drop a database table."""
-        fx.add(f"drop_table|{ctx.thread_id}|{ctx.tool_call_id}|{name}")
-        return f"dropped {name}"
-
-    researcher = Agent(
-        name="researcher", model=ScriptedModel(_worker("delete_file", "path", "researcher")),
-        tools=[delete_file], checkpointer=store,
-        middleware=[HumanInTheLoop(interrupt_on={"delete_file": True})])
-    dba = Agent(
-        name="dba", model=ScriptedModel(_worker("drop_table", "name", "dba")),
-        tools=[drop_table], checkpointer=store,
-        middleware=[HumanInTheLoop(interrupt_on={"drop_table": InterruptOn(
-            allowed_decisions=["approve", "edit", "reject"], reviewers=["dba"],
-            allow_remember=False)})])
+    researcher, dba = build_workers(store, fx, reviewers=["dba"])
     _, manager, _ = build_chain(store, fx)
     return Agent(
         name="lead", model=ScriptedModel(lead_script), checkpointer=store,
