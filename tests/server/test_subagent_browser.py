@@ -208,3 +208,61 @@ def test_only_the_childs_role_may_decide_in_the_inbox(browser: Browser, tmp_path
     finally:
         context.close()
         server.stop()
+
+
+def test_a_childs_tool_sharing_the_parents_tool_name_is_shown_as_its_own(
+        page: Page, tmp_path: Path) -> None:
+    """The parent gates ``purge`` (it deletes rows) and its sub-agent gates its own ``purge``
+    (declared read-only): each card shows its own tool's description, the child's approves
+    in one step and the parent's asks first."""
+    from interlock import Agent, HumanInTheLoop, ScriptedModel, UserMessage, tool
+
+    ran: list[str] = []
+
+    @tool
+    def purge(table: str) -> str:
+        """Delete every row of a table."""
+        ran.append(f"purge {table}")
+        return f"purged {table}"
+
+    @tool(name="purge", read_only=True)
+    def dry_purge(pattern: str) -> str:
+        """Count what a purge would delete; changes nothing."""
+        ran.append(f"dry {pattern}")
+        return f"would purge {pattern}"
+
+    store = SqliteCheckpointer(tmp_path / "same-name.db")
+    child = Agent(name="checker", checkpointer=store, tools=[dry_purge],
+                  model=ScriptedModel(lambda m: {"name": "purge", "args": {"pattern": "*.tmp"}}
+                                      if isinstance(m[-1], UserMessage) else "checked"),
+                  middleware=[HumanInTheLoop(interrupt_on={"purge": True})])
+    lead = Agent(name="lead", checkpointer=store,
+                 tools=[purge, child.as_tool(description="Checks things.")],
+                 model=ScriptedModel(lambda m: [
+                     {"name": "purge", "args": {"table": "sessions"}, "id": "own"},
+                     {"name": "checker", "args": {"task": "tmp files"}, "id": "ask"}]
+                     if isinstance(m[-1], UserMessage) else "done"),
+                 middleware=[HumanInTheLoop(interrupt_on={"purge": True})])
+    server = LiveServer(lead)
+    try:
+        start(server.url, "go", "same-1")
+        page.goto(f"{server.url}/#/t/same-1")
+        cards = card(page, "purge")
+        expect(cards).to_have_count(2)
+        kid = cards.filter(has=page.locator(".call-path"))
+        own = cards.filter(has_not=page.locator(".call-path"))
+        expect(kid.locator(".tool-doc")).to_have_text(
+            "Count what a purge would delete; changes nothing.")
+        expect(own.locator(".tool-doc")).to_have_text("Delete every row of a table.")
+        kid.get_by_role("button", name="Approve", exact=True).click()
+        expect(card(page, "purge")).to_have_count(1)  # no confirmation for a read-only tool
+        assert ran == ["dry *.tmp"]
+        own = card(page, "purge")
+        own.get_by_role("button", name="Approve", exact=True).click()
+        expect(own.locator(".confirm")).to_be_visible()  # the parent's purge asks first
+        assert ran == ["dry *.tmp"]
+        own.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+        test_browser.expect_completed(page)
+        assert ran == ["dry *.tmp", "purge sessions"]
+    finally:
+        server.stop()
