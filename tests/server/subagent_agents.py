@@ -23,12 +23,14 @@ from typing import Any
 from interlock import (
     Agent,
     Checkpointer,
+    HumanInTheLoop,
     MemoryCheckpointer,
     Message,
     ScriptedModel,
     SqliteCheckpointer,
     ToolMessage,
     UserMessage,
+    tool,
 )
 from procs.subagent_team import Effects, build_chain, build_workers
 
@@ -66,3 +68,41 @@ def make_lead(checkpointer: Checkpointer | None = None, fx: Effects | None = Non
         tools=[researcher.as_tool(description="Research and clean up files."),
                dba.as_tool(description="Database administration."),
                manager.as_tool(description="Manages the painters.")])
+
+
+def make_same_name_team(store: Checkpointer, ran: list[str] | None = None) -> Agent:
+    """``lead`` gates its own ``purge`` (deletes every row of a table) and calls ``checker``,
+    a sub-agent whose own ``purge`` is declared read-only (a dry run) and gated too: one turn
+    asks for both. Executions are appended to ``ran``."""
+    log = ran if ran is not None else []
+
+    @tool
+    def purge(table: str) -> str:
+        """Delete every row of a table."""
+        log.append(f"purge {table}")
+        return f"purged {table}"
+
+    @tool(name="purge", read_only=True)
+    def dry_purge(pattern: str) -> str:
+        """Count what a purge would delete; changes nothing."""
+        log.append(f"dry {pattern}")
+        return f"would purge {pattern}"
+
+    def checker_script(messages: Sequence[Message]) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return {"name": "purge", "args": {"pattern": "*.tmp"}}
+        return "checked"
+
+    def lead_script(messages: Sequence[Message]) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return [{"name": "purge", "args": {"table": "sessions"}, "id": "own"},
+                    {"name": "checker", "args": {"task": "tmp files"}, "id": "ask"}]
+        return "done"
+
+    checker = Agent(name="checker", checkpointer=store, tools=[dry_purge],
+                    model=ScriptedModel(checker_script),
+                    middleware=[HumanInTheLoop(interrupt_on={"purge": True})])
+    return Agent(name="lead", checkpointer=store,
+                 tools=[purge, checker.as_tool(description="Checks things.")],
+                 model=ScriptedModel(lead_script),
+                 middleware=[HumanInTheLoop(interrupt_on={"purge": True})])

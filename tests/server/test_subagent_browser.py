@@ -19,7 +19,7 @@ from procs.subagent_team import Effects
 
 from .conftest import ALICE, BOB, TOKENS, bearer
 from .live import LiveServer
-from .subagent_agents import make_lead
+from .subagent_agents import make_lead, make_same_name_team
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Browser, Page, expect  # noqa: E402
@@ -215,34 +215,8 @@ def test_a_childs_tool_sharing_the_parents_tool_name_is_shown_as_its_own(
     """The parent gates ``purge`` (it deletes rows) and its sub-agent gates its own ``purge``
     (declared read-only): each card shows its own tool's description, the child's approves
     in one step and the parent's asks first."""
-    from interlock import Agent, HumanInTheLoop, ScriptedModel, UserMessage, tool
-
     ran: list[str] = []
-
-    @tool
-    def purge(table: str) -> str:
-        """Delete every row of a table."""
-        ran.append(f"purge {table}")
-        return f"purged {table}"
-
-    @tool(name="purge", read_only=True)
-    def dry_purge(pattern: str) -> str:
-        """Count what a purge would delete; changes nothing."""
-        ran.append(f"dry {pattern}")
-        return f"would purge {pattern}"
-
-    store = SqliteCheckpointer(tmp_path / "same-name.db")
-    child = Agent(name="checker", checkpointer=store, tools=[dry_purge],
-                  model=ScriptedModel(lambda m: {"name": "purge", "args": {"pattern": "*.tmp"}}
-                                      if isinstance(m[-1], UserMessage) else "checked"),
-                  middleware=[HumanInTheLoop(interrupt_on={"purge": True})])
-    lead = Agent(name="lead", checkpointer=store,
-                 tools=[purge, child.as_tool(description="Checks things.")],
-                 model=ScriptedModel(lambda m: [
-                     {"name": "purge", "args": {"table": "sessions"}, "id": "own"},
-                     {"name": "checker", "args": {"task": "tmp files"}, "id": "ask"}]
-                     if isinstance(m[-1], UserMessage) else "done"),
-                 middleware=[HumanInTheLoop(interrupt_on={"purge": True})])
+    lead = make_same_name_team(SqliteCheckpointer(tmp_path / "same-name.db"), ran)
     server = LiveServer(lead)
     try:
         start(server.url, "go", "same-1")

@@ -265,31 +265,11 @@ async def test_a_sub_agents_tool_sharing_the_parents_tool_name_is_shown_as_its_o
     other is declared read-only, with other descriptions and arguments. Each pending call is
     shown with the tool it will run (call_tools), not with whichever tool of that name came
     first."""
-    from interlock import Agent, HumanInTheLoop, MemoryCheckpointer, ScriptedModel, UserMessage
-    from interlock import tool as make_tool
+    from interlock import MemoryCheckpointer
 
-    @make_tool
-    def purge(table: str) -> str:
-        """Delete every row of a table."""
-        return f"purged {table}"
+    from .subagent_agents import make_same_name_team
 
-    @make_tool(name="purge", read_only=True)
-    def dry_purge(pattern: str) -> str:
-        """Count what a purge would delete; changes nothing."""
-        return f"would purge {pattern}"
-
-    store = MemoryCheckpointer()
-    child = Agent(name="checker", checkpointer=store, tools=[dry_purge],
-                  model=ScriptedModel(lambda m: {"name": "purge", "args": {"pattern": "*.tmp"}}
-                                      if isinstance(m[-1], UserMessage) else "checked"),
-                  middleware=[HumanInTheLoop(interrupt_on={"purge": True})])
-    lead = Agent(name="lead", checkpointer=store,
-                 tools=[purge, child.as_tool(description="Checks things.")],
-                 model=ScriptedModel(lambda m: [
-                     {"name": "purge", "args": {"table": "sessions"}, "id": "own"},
-                     {"name": "checker", "args": {"task": "tmp files"}, "id": "ask"}]
-                     if isinstance(m[-1], UserMessage) else "done"),
-                 middleware=[HumanInTheLoop(interrupt_on={"purge": True})])
+    lead = make_same_name_team(MemoryCheckpointer())
     async with running(lead) as s:
         r = await s.client.post("/api/threads", params={"wait": "true"},
                                 json={"message": "go", "thread_id": "p1"})
