@@ -33,6 +33,7 @@ from .leases import QUEUED, is_this_process, owner_alive
 from .messages import AssistantMessage, Message
 from .result import RunResult
 from .storage.base import (
+    ROW_ONLY,
     Checkpointer,
     Commit,
     JournalEntry,
@@ -44,8 +45,6 @@ from .storage.memory import MemoryCheckpointer
 from .text import check_thread_id, escaped, text_problem
 
 Sink = Callable[[Event], Awaitable[None]]
-ROW_ONLY = 2**62
-"""``load(after_seq=...)`` past every message: the thread row and the open turn only."""
 log = logging.getLogger("interlock")
 
 

@@ -19,7 +19,7 @@ from ._snapshots import DEFAULT_THREADS, SnapshotCache
 from ._subagents import child_state, state_of
 from ._sync import iterate_blocking, run_blocking
 from ._texts import public_interrupt
-from ._txn import ROW_ONLY, Sink, ThreadTxn
+from ._txn import Sink, ThreadTxn
 from .audit_verify import AuditHead, AuditReport, export_head, verify_store
 from .authz import (
     Reviewer,
@@ -56,6 +56,7 @@ from .storage.base import (
     ParentLink,
     RememberedApproval,
     ThreadRecord,
+    parent_chain,
 )
 from .storage.memory import MemoryCheckpointer
 from .subagents import Caller, ChildState, SubAgentTool
@@ -65,7 +66,6 @@ from .tools import Tool, ToolSource
 log = logging.getLogger("interlock")
 
 _UNSET: Any = object()
-_MAX_DEPTH = 64
 """How far up the parents of a sub-agent's thread are followed."""
 
 
@@ -288,14 +288,8 @@ class Agent:
     async def _root(self, thread_id: str) -> str:
         """The thread that drives ``thread_id``: itself, or for a sub-agent's thread the
         top-most parent (which this agent must be the agent of)."""
-        chain: list[ParentLink] = []
-        tid = _known(thread_id)
-        while len(chain) < _MAX_DEPTH:
-            snap = await self.checkpointer.load(tid, after_seq=ROW_ONLY)
-            if snap is None or snap.thread.parent is None:
-                break
-            chain.append(snap.thread.parent)
-            tid = snap.thread.parent.thread_id
+        chain = await parent_chain(self.checkpointer, _known(thread_id))
+        tid = chain[-1].thread_id if chain else _known(thread_id)
         agent: Agent = self
         for link in reversed(chain):
             tool = agent.tools_by_name.get(link.tool_name)

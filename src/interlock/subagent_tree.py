@@ -1,9 +1,9 @@
 """The agents behind sub-agent tools (:meth:`interlock.Agent.as_tool`), as the surfaces need
 them: the agent and the tool a request's :class:`~interlock.interrupts.PathStep` path leads to
-(for the tool's description, schema and read-only flag), a path as one line of text, the
-top-most thread of a sub-agent's thread (where its requests are decided), a thread's audit
-rows together with its sub-agents', and giving an agent and all its sub-agents another store
-(``--db``)."""
+(for the tool's description, schema and read-only flag), a path as one line of text, a
+thread's audit rows together with its sub-agents', and giving an agent and all its sub-agents
+another store (``--db``). The parent links up to a sub-agent's top-most thread are
+:func:`interlock.storage.base.parent_chain`."""
 
 from __future__ import annotations
 
@@ -14,14 +14,9 @@ from .agent import Agent
 from .authz import Reviewer
 from .errors import NotAuthorized
 from .interrupts import PathStep
-from .storage.base import AuditRecord, Checkpointer, ParentLink
+from .storage.base import AuditRecord, Checkpointer
 from .subagents import SubAgentTool
 from .tools import Tool
-
-MAX_DEPTH = 64
-"""How far parent links are followed (a guard against a store that links in a circle)."""
-_ROW_ONLY = 2**62
-"""``load(after_seq=...)`` past every message: the thread row (and the open turn) only."""
 
 
 def child_agent_of(tool: Tool | None) -> Agent | None:
@@ -78,20 +73,6 @@ def path_text(path: Sequence[PathStep], width: int | None = None) -> str:
                      else agent)
     text = " › ".join(parts)
     return text if width is None else display.one_line(text, width)
-
-
-async def parent_chain(store: Checkpointer, thread_id: str) -> list[ParentLink]:
-    """The parent links from ``thread_id`` up to its top-most thread (empty: not a
-    sub-agent's thread, or unknown)."""
-    chain: list[ParentLink] = []
-    tid = thread_id
-    while len(chain) < MAX_DEPTH:
-        snap = await store.load(tid, after_seq=_ROW_ONLY)
-        if snap is None or snap.thread.parent is None:
-            break
-        chain.append(snap.thread.parent)
-        tid = snap.thread.parent.thread_id
-    return chain
 
 
 async def with_subagents(agent: Agent, thread_id: str) -> list[str]:

@@ -23,7 +23,7 @@ from ..errors import (
     ThreadInterrupted,
     ThreadNotFound,
 )
-from ..subagent_tree import parent_chain
+from ..storage.base import parent_chain
 
 
 class ApiError(Exception):

@@ -32,6 +32,7 @@ from ..notify.config import NotifyConfig, Person
 from ..notify.email import Link, LinkRefused, LinkSigner, call_digest
 from ..notify.render import args_text, path_lines, visible
 from ..outbox import OutboxEvent
+from ..storage.base import ROW_ONLY
 from .api import Caller
 from .errors import ApiError
 from .state import ServerState, get_state
@@ -169,7 +170,7 @@ async def _decide(state: ServerState, person: Person, thread_id: str, interrupt_
 
 
 async def _pending(state: ServerState, thread_id: str, interrupt_id: str) -> Interrupt | None:
-    snap = await state.agent.checkpointer.load(thread_id, after_seq=2**62)  # the row only
+    snap = await state.agent.checkpointer.load(thread_id, after_seq=ROW_ONLY)
     return None if snap is None else next(
         (i for i in snap.thread.pending if i.id == interrupt_id), None)
 

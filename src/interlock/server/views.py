@@ -22,8 +22,9 @@ from ..storage.base import (
     ParentLink,
     RememberedApproval,
     ThreadRecord,
+    parent_chain,
 )
-from ..subagent_tree import parent_chain, tool_at
+from ..subagent_tree import tool_at
 from ..text import check_input
 
 PREVIEW_CHARS = 160

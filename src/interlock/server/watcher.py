@@ -132,8 +132,9 @@ class InboxWatcher:
             self.hub.publish(INBOX, "resync", {"reason": "too many changes; reload the inbox"})
             return 0
         for r in rows:
-            self._publish(r, await self._facts_before(r))
-            self._remember(r)
+            facts = facts_of(r)  # who may read it now: for the events and to remember
+            self._publish(r, facts, await self._facts_before(r))
+            self._remember(r, facts)
         return len(rows)
 
     async def _facts_before(self, r: ThreadRecord) -> ThreadFacts | None:
@@ -161,26 +162,29 @@ class InboxWatcher:
         return ThreadFacts(thread_id=r.thread_id, created_by=r.created_by, pending=calls,
                            deciders=frozenset(r.deciders))
 
-    def _remember(self, r: ThreadRecord) -> None:
+    def _remember(self, r: ThreadRecord, facts: ThreadFacts | None = None) -> None:
         self._recent[r.thread_id] = _Seen(frozenset(i.id for i in r.pending),
-                                          frozenset(r.resolved), facts_of(r))
+                                          frozenset(r.resolved),
+                                          facts if facts is not None else facts_of(r))
         self._recent.move_to_end(r.thread_id)
         while len(self._recent) > self.remember:
             self._recent.popitem(last=False)
 
-    def _publish(self, r: ThreadRecord, before: ThreadFacts | None = None) -> None:
+    def _publish(self, r: ThreadRecord, facts: ThreadFacts,
+                 before: ThreadFacts | None = None) -> None:
+        """Announce the change of ``r``, whose readers are ``facts`` (:func:`facts_of`)."""
         summary = thread_summary(r).model_dump(mode="json")
         if r.parent is not None:
             # a sub-agent's thread: its requests reach the inbox through its parent's row
             self.hub.publish(thread_topic(r.thread_id), "thread_updated", {"thread": summary},
-                             (facts_of(r),))
+                             (facts,))
             return
         seen = self._recent.get(r.thread_id)
         new = list(r.pending)
         new_ids = {i.id for i in new}
         # an event is shown to the readers of the thread; a resolved request also to those
         # who could read it while it was pending (so their inbox drops it)
-        now = (facts_of(r),)
+        now = (facts,)
         then = now + ((seen.facts,) if seen is not None else ()) + (
             (before,) if before is not None else ())
         if seen is None:

@@ -535,6 +535,28 @@ class Checkpointer(Protocol):
 # declares one by implementing its methods (checked with ``isinstance``), and the conformance
 # suite runs their tests only for the backends that have them (see ``capabilities``).
 
+ROW_ONLY = 2**62
+"""``load(after_seq=ROW_ONLY)`` starts past every message: the thread row and the open turn
+only."""
+
+MAX_DEPTH = 64
+"""How far parent links are followed (a guard against a store that links in a circle)."""
+
+
+async def parent_chain(store: Checkpointer, thread_id: str) -> list[ParentLink]:
+    """The parent links from ``thread_id`` up to its top-most thread (empty: not a
+    sub-agent's thread, or unknown), read from the thread rows only."""
+    chain: list[ParentLink] = []
+    tid = thread_id
+    while len(chain) < MAX_DEPTH:
+        snap = await store.load(tid, after_seq=ROW_ONLY)
+        if snap is None or snap.thread.parent is None:
+            break
+        chain.append(snap.thread.parent)
+        tid = snap.thread.parent.thread_id
+    return chain
+
+
 RUN_QUEUE = "run_queue"
 CHANGE_SIGNALS = "change_signals"
 
