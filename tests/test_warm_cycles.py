@@ -102,3 +102,23 @@ def test_two_processes_appending_to_one_thread_keep_one_transcript(
 
     asyncio.run(go())
     assert ran == [f"f{4 * i + 1}" for i in range(7)]
+
+
+def test_stored_messages_are_parsed_in_one_call_but_each_row_stays_one_message() -> None:
+    """Loads parse a thread's message rows as one JSON array; a row that is not exactly one
+    JSON value (two values, nothing) is an error, as it would be parsed on its own, and never
+    turns into more or fewer messages."""
+    import pydantic
+
+    from interlock.messages import message_to_json, messages_from_json
+
+    rows = [message_to_json(m) for m in CONVERSATION]
+    assert messages_from_json(rows) == CONVERSATION
+    assert messages_from_json([]) == []
+    two_in_one = rows[1] + "," + rows[2]
+    for bad in ([rows[0], two_in_one], [rows[0], ""], [rows[0], "[" + rows[1]]):
+        try:
+            got = messages_from_json(bad)
+        except pydantic.ValidationError:
+            continue
+        raise AssertionError(f"{bad!r} was read as {got!r}")

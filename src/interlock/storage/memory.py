@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..authz import read_keys
-from ..messages import MESSAGE_ADAPTER, Message, message_to_json
+from ..messages import message_to_json, messages_from_json
 from ..outbox import OutboxEvent, outbox_json
 from .base import (
     AuditRecord,
@@ -85,7 +85,7 @@ class MemoryCheckpointer:
             row, messages_raw = stored.row, stored.messages[after_seq:]
             journal_raw = list(stored.journal)
         thread = ThreadRecord.model_validate_json(row)
-        messages: list[Message] = [MESSAGE_ADAPTER.validate_json(m) for m in messages_raw]
+        messages = messages_from_json(messages_raw)
         journal: dict[str, JournalEntry] = {}
         if thread.turn is not None:
             for _, turn, data in journal_raw:

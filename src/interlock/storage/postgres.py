@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._offload import offload
 from ..authz import read_keys
 from ..errors import ConfigurationError, MissingDependency, StorageError
-from ..messages import MESSAGE_ADAPTER, Message, message_to_json
+from ..messages import message_to_json, messages_from_json
 from ..outbox import OutboxEvent, outbox_json
 from .base import (
     AuditRecord,
@@ -613,14 +613,15 @@ class PostgresCheckpointer:
             if not rows or rows[0][0] != 0:
                 return None
             thread = ThreadRecord.model_validate_json(rows[0][2])
-            messages: list[Message] = []
+            message_rows: list[str] = []
             journal: dict[str, JournalEntry] = {}
             for part, _, data in rows[1:]:
                 if part == 1:
-                    messages.append(MESSAGE_ADAPTER.validate_json(data))
+                    message_rows.append(data)
                 else:
                     e = JournalEntry.model_validate_json(data)
                     journal[e.tool_call_id] = e
+            messages = messages_from_json(message_rows)
             return ThreadSnapshot(thread=thread, messages=messages, journal=journal)
 
         return await self._run(read)

@@ -19,7 +19,7 @@ from typing import Literal, TypeVar
 from .._offload import offload
 from ..authz import read_keys
 from ..errors import StorageError
-from ..messages import MESSAGE_ADAPTER, Message, message_to_json
+from ..messages import message_to_json, messages_from_json
 from ..outbox import OutboxEvent, outbox_json
 from .base import (
     AuditRecord,
@@ -521,14 +521,11 @@ class SqliteCheckpointer:
                 if row is None:
                     return None
                 thread = ThreadRecord.model_validate_json(row[0])
-                messages: list[Message] = [
-                    MESSAGE_ADAPTER.validate_json(r[0])
-                    for r in conn.execute(
-                        "SELECT data FROM interlock_messages WHERE thread_id=? AND seq>=? "
-                        "ORDER BY seq",
-                        (thread_id, after_seq),
-                    )
-                ]
+                messages = messages_from_json([r[0] for r in conn.execute(
+                    "SELECT data FROM interlock_messages WHERE thread_id=? AND seq>=? "
+                    "ORDER BY seq",
+                    (thread_id, after_seq),
+                ).fetchall()])
                 journal: dict[str, JournalEntry] = {}
                 if thread.turn is not None:
                     for r in conn.execute(
