@@ -257,6 +257,8 @@ class Bench:
                     f"{hi['cycle_median5_ms'] / lo['cycle_median5_ms']:.2f}x, CPU time "
                     f"{hi['cpu_median5_ms'] / lo['cpu_median5_ms']:.2f}x "
                     f"({lo['cpu_median5_ms']:.2f} → {hi['cpu_median5_ms']:.2f} ms)")
+        if 10 in self.b_marks and kmax in self.b_marks:
+            out["alone"] = self.fig_b_alone(backend, kmax)
         for name in SYSTEMS:
             g = growth[name]
             log(f"  {name:10s} growth: first {quarter} cycles {fmt_bytes(g['first'])}, last "
@@ -267,6 +269,44 @@ class Bench:
             s.close()
         del systems
         gc.collect()
+
+    def fig_b_alone(self, backend: str, kmax: int) -> dict[str, Any]:
+        """Cycle K=kmax against K=10 with each system alone in a new process (see
+        ``long_thread_child.py``: in the shared process each side's garbage collections walk
+        the other's growing heap)."""
+        out: dict[str, Any] = {}
+        for name in SYSTEMS:
+            tag = "b_alone"
+            path = self.workdir / f"{name}-{tag}.db"
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+            if backend == "postgres":
+                pg_util.reset_schema(self.dsn,
+                                     f"bench_{'lg' if name == 'langchain' else 'il'}_{tag}")
+            cmd = [sys.executable, str(HERE / "long_thread_child.py"), "--system", name,
+                   "--backend", backend, "--cycles", str(kmax),
+                   *self.child_args(name, backend, tag)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"long-thread child failed:\n{proc.stderr}")
+            data = json.loads(proc.stdout.strip().splitlines()[-1])
+            row: dict[str, Any] = {}
+            for k in (10, kmax):
+                row[str(k)] = {
+                    "cycle_median5_ms": statistics.median(data["wall_s"][k - 5:k]) * 1e3,
+                    "cpu_median5_ms": statistics.median(data["cpu_s"][k - 5:k]) * 1e3,
+                }
+            lo, hi = row["10"], row[str(kmax)]
+            row["ratio_wall"] = hi["cycle_median5_ms"] / lo["cycle_median5_ms"]
+            row["ratio_cpu"] = hi["cpu_median5_ms"] / lo["cpu_median5_ms"]
+            out[name] = row
+            tail = (f" (target ≤1.3x: {verdict(row['ratio_wall'] <= 1.3)})"
+                    if name == "interlock" else "")
+            log(f"  {name:10s} alone in a new process, cycle K={kmax} / K=10: wall "
+                f"{row['ratio_wall']:.2f}x, CPU time {row['ratio_cpu']:.2f}x "
+                f"({lo['cycle_median5_ms']:.2f} → {hi['cycle_median5_ms']:.2f} ms wall){tail}")
+        self.raw.setdefault("b_alone", {})[backend] = out
+        return out
 
     # -- (c) ----------------------------------------------------------------------------------
 
@@ -648,7 +688,7 @@ def main() -> int:
             shutil.rmtree(bench.workdir, ignore_errors=True)
             if "postgres" in backends:
                 for system in ("lg", "il"):
-                    for tag in ("a", "b", "c", "d", "e"):
+                    for tag in ("a", "b", "b_alone", "c", "d", "e"):
                         pg_util.drop_schema(args.pg_dsn, f"bench_{system}_{tag}")
     bench.results["elapsed_s"] = time.time() - started
     bench.results["loadavg_end"] = os.getloadavg()
