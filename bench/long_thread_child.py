@@ -20,32 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scenario import System, cycle
+from scenario import add_system_args, cycle, open_system
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--system", choices=["langchain", "interlock"], required=True)
-    p.add_argument("--backend", choices=["memory", "sqlite", "postgres"], required=True)
+    add_system_args(p)
     p.add_argument("--cycles", type=int, default=200)
-    p.add_argument("--sqlite-path")
-    p.add_argument("--pg-dsn")
-    p.add_argument("--pg-schema")
     a = p.parse_args()
-
-    system: System
-    kwargs = {"sqlite_path": a.sqlite_path, "pg_dsn": a.pg_dsn}
-    if a.pg_schema:
-        kwargs["pg_schema"] = a.pg_schema
-    if a.system == "langchain":
-        from lc_side import LangChainSystem
-
-        system = LangChainSystem(a.backend, **kwargs)
-    else:
-        from il_side import InterlockSystem
-
-        system = InterlockSystem(a.backend, **kwargs)
-        system.open()
+    system = open_system(a)
     wall, cpu = [], []
     for _ in range(a.cycles):
         c0 = time.process_time()

@@ -127,6 +127,23 @@ class Bench:
                     "--pg-schema", f"bench_{'lg' if system == 'langchain' else 'il'}_{tag}"]
         return out
 
+    def run_child(self, script: str, name: str, backend: str, tag: str,
+                  args: list[str]) -> dict[str, Any]:
+        """Run ``script`` for system ``name`` on a fresh store of its own (file or schema
+        ``tag``) in a new process; the JSON of its last line."""
+        path = self.workdir / f"{name}-{tag}.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        if backend == "postgres":
+            pg_util.reset_schema(self.dsn, f"bench_{'lg' if name == 'langchain' else 'il'}_{tag}")
+        cmd = [sys.executable, str(HERE / script), "--system", name, "--backend", backend,
+               *args, *self.child_args(name, backend, tag)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{script} failed:\n{proc.stderr}")
+        result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        return result
+
     def freeze(self) -> None:
         if self.args.gc_freeze:
             gc.collect()
@@ -276,20 +293,8 @@ class Bench:
         the other's growing heap)."""
         out: dict[str, Any] = {}
         for name in SYSTEMS:
-            tag = "b_alone"
-            path = self.workdir / f"{name}-{tag}.db"
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(path) + suffix).unlink(missing_ok=True)
-            if backend == "postgres":
-                pg_util.reset_schema(self.dsn,
-                                     f"bench_{'lg' if name == 'langchain' else 'il'}_{tag}")
-            cmd = [sys.executable, str(HERE / "long_thread_child.py"), "--system", name,
-                   "--backend", backend, "--cycles", str(kmax),
-                   *self.child_args(name, backend, tag)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise RuntimeError(f"long-thread child failed:\n{proc.stderr}")
-            data = json.loads(proc.stdout.strip().splitlines()[-1])
+            data = self.run_child("long_thread_child.py", name, backend, "b_alone",
+                                  ["--cycles", str(kmax)])
             row: dict[str, Any] = {}
             for k in (10, kmax):
                 row[str(k)] = {
@@ -368,19 +373,8 @@ class Bench:
         log(f"\n(d) {n:,} threads paused at once — {backend} (each system in its own process)")
         out: dict[str, Any] = {}
         for name in SYSTEMS:
-            tag = "d"
-            path = self.workdir / f"{name}-{tag}.db"
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(path) + suffix).unlink(missing_ok=True)
-            if backend == "postgres":
-                pg_util.reset_schema(self.dsn, f"bench_{'lg' if name == 'langchain' else 'il'}_d")
-            cmd = [sys.executable, str(HERE / "many_threads_child.py"), "--system", name,
-                   "--backend", backend, "--n", str(n), "--resumes", str(self.d_resumes),
-                   *self.child_args(name, backend, tag)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise RuntimeError(f"many-threads child failed:\n{proc.stderr}")
-            out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+            out[name] = self.run_child("many_threads_child.py", name, backend, "d",
+                                       ["--n", str(n), "--resumes", str(self.d_resumes)])
             o = out[name]
             log(f"  {name:10s} create {o['create_s']:7.2f} s ({o['per_thread_ms']:.2f} ms/thread)"
                 f"   bytes {fmt_bytes(o['bytes'])}   peak RSS {o['maxrss_before_kb'] / 1024:.0f}"

@@ -17,6 +17,7 @@ string, so what is measured is the framework, its storage and its durability set
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -177,3 +178,28 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn()
     return time.perf_counter() - t0, out
+
+
+def add_system_args(p: argparse.ArgumentParser) -> None:
+    """The arguments a child process of the benchmark needs to open one system's store."""
+    p.add_argument("--system", choices=["langchain", "interlock"], required=True)
+    p.add_argument("--backend", choices=["memory", "sqlite", "postgres"], required=True)
+    p.add_argument("--sqlite-path")
+    p.add_argument("--pg-dsn")
+    p.add_argument("--pg-schema")
+
+
+def open_system(a: argparse.Namespace) -> Any:
+    """The system ``a`` names (see :func:`add_system_args`), its store opened."""
+    kwargs = {"sqlite_path": a.sqlite_path, "pg_dsn": a.pg_dsn}
+    if a.pg_schema:
+        kwargs["pg_schema"] = a.pg_schema
+    if a.system == "langchain":
+        from lc_side import LangChainSystem
+
+        return LangChainSystem(a.backend, **kwargs)
+    from il_side import InterlockSystem
+
+    system = InterlockSystem(a.backend, **kwargs)
+    system.open()
+    return system
