@@ -7,6 +7,7 @@ run, and prints every figure with the ratio LangChain / interlock:
 
   (a) one cycle on a fresh thread: median and p95;
   (b) one thread, K cycles: time of the K-th cycle and bytes stored, for K = 10, 50, 200;
+      and K = 200 against K = 10 again with each system alone in a new process;
   (c) cold resume of a thread with 50 cycles of history, from a new process;
   (d) N threads paused at once (10,000; 1,000 with --quick), each system in its own process:
       time to create, bytes, peak RSS growth, time to resume one at random;
@@ -23,7 +24,10 @@ run, and prints every figure with the ratio LangChain / interlock:
       another: cycles/s and fsyncs per cycle (``many_runs.py``; interlock alone);
   (inbox) 1,000 / 10,000 / 100,000 waiting requests on SQLite and Postgres: the API's first
       page, a text search only the oldest request matches, a reviewer's first page, and the
-      web inbox in headless Chromium (``scale_inbox.py``; interlock alone).
+      web inbox in headless Chromium (``scale_inbox.py``; interlock alone);
+  (scale) 0 and 100,000 waiting requests on SQLite and Postgres: startup and RSS of
+      ``interlock serve``, its idle CPU with no client and right after a burst of 10,000
+      changes, and the API's pages and count (``scale.py``; interlock alone).
 
 Figures (a) and (b) run both systems in this process, alternating in blocks of cycles so that
 machine noise hits both alike. Results go to ``bench/results/latest.json`` (and the full
@@ -479,6 +483,14 @@ class Bench:
         self.fig_script("inbox", "scale_inbox.py", [
             *args, "--backends", ",".join(stores), "--pg-dsn", self.args.pg_dsn])
 
+    def fig_scale(self, backends: list[str]) -> None:
+        stores = [b for b in backends if b in ("sqlite", "postgres")]
+        args = ["--pending", "10000", "--burst", "2000", "--samples", "20"] if self.quick else []
+        if self.args.smoke:
+            args = ["--pending", "200", "--burst", "20", "--samples", "5", "--idle", "0.5"]
+        self.fig_script("scale", "scale.py", [
+            *args, "--backends", ",".join(stores), "--pg-dsn", self.args.pg_dsn])
+
     def fig_many(self) -> None:
         args = ["--rounds", "1"] if self.quick else ["--rounds", "5", "--fsyncs"]
         if self.args.smoke:
@@ -570,10 +582,10 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backends", default="memory,sqlite,postgres",
                    help="comma-separated subset of memory,sqlite,postgres")
-    p.add_argument("--figures", default="a,b,c,d,e,import,workers,sse,many,inbox",
-                   help="comma-separated subset of a,b,c,d,e,import,workers,sse,many,inbox (e "
-                   "runs once, in memory; workers once, on Postgres; sse and many once, on "
-                   "SQLite; inbox on SQLite and Postgres)")
+    p.add_argument("--figures", default="a,b,c,d,e,import,workers,sse,many,inbox,scale",
+                   help="comma-separated subset of a,b,c,d,e,import,workers,sse,many,inbox,"
+                   "scale (e runs once, in memory; workers once, on Postgres; sse and many "
+                   "once, on SQLite; inbox and scale on SQLite and Postgres)")
     p.add_argument("--quick", action="store_true",
                    help="fewer cycles, K up to 50, 1,000 threads for (d): a few minutes")
     p.add_argument("--smoke", action="store_true",
@@ -677,6 +689,8 @@ def main() -> int:
             bench.fig_many()
         if "inbox" in figures:
             bench.fig_inbox(backends)
+        if "scale" in figures:
+            bench.fig_scale(backends)
     finally:
         if args.workdir is None:  # with --workdir, the files and schemas stay for inspection
             shutil.rmtree(bench.workdir, ignore_errors=True)
