@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from interlock import (
     CallState,
     HumanInTheLoop,
     InterruptConflict,
+    MemoryCheckpointer,
     ScriptedModel,
     SqliteCheckpointer,
     StaleInterrupt,
@@ -135,6 +137,45 @@ def test_a_tool_outliving_three_leases_is_never_taken_over(env: dict[str, str]) 
         assert other.get_thread("t").status == "completed"
     finally:
         proc.kill()
+
+
+def test_the_lease_is_renewed_while_a_tool_runs_and_never_after(tmp_path: Path) -> None:
+    """Renewals every third of the lease while the tool runs (each one stores the thread row
+    again with a later ``lease_until``), and none once the call is over."""
+    store = MemoryCheckpointer()
+    seen: list[tuple[int, Any]] = []
+
+    @tool
+    async def slow(seconds: float) -> str:
+        """Wait ``seconds`` seconds."""
+        t_end = time.monotonic() + seconds
+        while time.monotonic() < t_end:
+            snap = await store.load("t")
+            assert snap is not None
+            seen.append((snap.thread.version, snap.thread.lease_until))
+            await asyncio.sleep(0.03)
+        return "done"
+
+    agent = Agent(model=ScriptedModel([{"name": "slow", "args": {"seconds": 0.75}}, "ok"]),
+                  tools=[slow], checkpointer=store, lease=timedelta(seconds=0.3))
+
+    async def go() -> tuple[int, int, list[str]]:
+        result = await agent.ainvoke("go", thread_id="t")
+        assert result.output == "ok"
+        after = (await agent.aget_thread("t")).version
+        await asyncio.sleep(0.5)  # five renewal periods: nothing may be stored any more
+        later = (await agent.aget_thread("t")).version
+        lease_tasks = [t.get_name() for t in asyncio.all_tasks()
+                       if t.get_name().startswith("interlock-lease:")]
+        return after, later, lease_tasks
+
+    after, later, lease_tasks = asyncio.run(go())
+    versions = sorted({v for v, _ in seen})
+    leases = [u for _, u in sorted(set(seen), key=lambda x: x[0])]
+    assert len(versions) >= 4  # about 0.75 s / 0.1 s renewals, at least a few stored
+    assert all(a < b for a, b in itertools.pairwise(leases))  # each one later
+    assert later == after and lease_tasks == []
+    assert agent.get_thread("t").status == "completed"
 
 
 # ---------------------------------------------------------------------- cancellation

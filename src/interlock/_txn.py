@@ -390,27 +390,26 @@ class ThreadTxn:
 
     @contextlib.asynccontextmanager
     async def keep_lease(self) -> AsyncIterator[None]:
-        """Renew the lease every third of its length while the block runs (a tool call)."""
-        period = max(self.lease.length.total_seconds() / 3, 0.05)
+        """Renew the lease every third of its length while the block runs (a tool call).
 
-        async def renew() -> None:
-            while True:
-                await asyncio.sleep(period)
-                try:
-                    async with self._lock:
-                        if self.holding:
-                            await self._flush(hold_lease=True)
-                except Exception as exc:  # the next renewal (or the result commit) retries
-                    log.warning("thread %r: renewing the lease failed: %s", self.thread_id,
-                                exc)
-
-        task = asyncio.create_task(renew(), name=f"interlock-lease:{self.thread_id}")
+        A timer, not a task: most blocks end long before the first renewal is due, and then
+        nothing but the timer was made (a task costs a few event-loop iterations to start,
+        cancel and settle)."""
+        keeper = _LeaseKeeper(self, max(self.lease.length.total_seconds() / 3, 0.05))
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.shield(_settled(task))
+            await keeper.stop()
+
+    async def renew_lease(self) -> None:
+        """Store the thread row again with the lease extended (while a tool runs); a failure
+        is logged and the next renewal (or the result commit) retries."""
+        try:
+            async with self._lock:
+                if self.holding:
+                    await self._flush(hold_lease=True)
+        except Exception as exc:
+            log.warning("thread %r: renewing the lease failed: %s", self.thread_id, exc)
 
     # ------------------------------------------------------------------ pauses
 
@@ -490,6 +489,41 @@ class ThreadTxn:
     async def emit(self, event: Event) -> None:
         if self.sink is not None:
             await self.sink(event)
+
+
+class _LeaseKeeper:
+    """Calls :meth:`ThreadTxn.renew_lease` every ``period`` seconds (counted from the end of
+    the previous renewal) until :meth:`stop`."""
+
+    def __init__(self, txn: ThreadTxn, period: float) -> None:
+        self.txn, self.period = txn, period
+        self.loop = asyncio.get_running_loop()
+        self.renewal: asyncio.Task[None] | None = None
+        self.stopped = False
+        self.timer: asyncio.TimerHandle | None = self.loop.call_later(period, self._due)
+
+    def _due(self) -> None:
+        self.timer = None
+        self.renewal = self.loop.create_task(self.txn.renew_lease(),
+                                             name=f"interlock-lease:{self.txn.thread_id}")
+        self.renewal.add_done_callback(self._renewed)
+
+    def _renewed(self, task: asyncio.Task[None]) -> None:
+        if task is self.renewal and not self.stopped:
+            self.renewal = None
+            self.timer = self.loop.call_later(self.period, self._due)
+
+    async def stop(self) -> None:
+        """No more renewals; a renewal under way is cancelled and waited for."""
+        self.stopped = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        task = self.renewal
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(_settled(task))
 
 
 def _request(calls: Sequence[PendingCall]) -> dict[str, Any]:
