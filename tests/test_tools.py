@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -140,3 +140,32 @@ def test_duplicate_tool_call_ids_from_the_model_are_made_unique(stores: StoreFac
     result = agent.invoke("go", thread_id="t")
     ids = [m.tool_call_id for m in result.messages if isinstance(m, ToolMessage)]
     assert ids == ["call_0", "call_0_2", "call_0_3"]
+
+
+def test_tool_call_ids_stay_unique_across_runs_agents_and_the_message_cache(
+    stores: StoreFactory,
+) -> None:
+    """The ids a thread already holds are known whether this process cached its messages
+    (counting only the new ones), another agent added messages since, or nothing is cached."""
+
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    def script(messages: Any) -> Any:
+        return ({"name": "ping", "args": {}, "id": "call_0"}
+                if messages[-1].role == "user" else "done")
+
+    store = stores()
+
+    def agent(**kw: Any) -> Agent:
+        return Agent(model=ScriptedModel(script), tools=[ping], checkpointer=store, **kw)
+
+    a, b, uncached = agent(), agent(), agent(cached_threads=0)
+    for runner in (a, a, a, b, a, uncached, a, b):
+        assert runner.invoke("go", thread_id="t").output == "done"
+    messages = a.get_thread("t").messages
+    ids = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
+    assert ids == ["call_0", *(f"call_0_{n}" for n in range(2, 9))]
+    assert sorted(e.tool_call_id for e in a.journal("t")) == sorted(ids)

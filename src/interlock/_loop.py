@@ -368,15 +368,19 @@ async def call_model(txn: ThreadTxn, deps: RunDeps) -> None:
 def _unique_ids(txn: ThreadTxn, message: AssistantMessage) -> AssistantMessage:
     if not message.tool_calls:
         return message
-    seen = {c.id for m in txn.s.messages if isinstance(m, AssistantMessage)
-            for c in m.tool_calls}
+    known = txn.call_ids()
+    seen: set[str] = set()
+
+    def taken(cid: str) -> bool:
+        return cid in known or cid in seen
+
     calls = []
     changed = False
     for i, c in enumerate(message.tool_calls):
         cid = c.id or f"call_{txn.t.message_count}_{i}"
-        if cid in seen:
+        if taken(cid):
             n = 2
-            while f"{cid}_{n}" in seen:
+            while taken(f"{cid}_{n}"):
                 n += 1
             cid = f"{cid}_{n}"
         if cid != c.id:

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -30,7 +31,7 @@ from .events import Event, InterruptRaised
 from .hitl import HITLRequest
 from .interrupts import Interrupt
 from .leases import QUEUED, is_this_process, owner_alive
-from .messages import AssistantMessage, Message
+from .messages import AssistantMessage, Message, tool_call_ids
 from .result import RunResult
 from .storage.base import (
     ROW_ONLY,
@@ -149,6 +150,15 @@ class ThreadTxn:
         msg = self.s.messages[self.t.turn]
         assert isinstance(msg, AssistantMessage)
         return msg
+
+    def call_ids(self) -> AbstractSet[str]:
+        """The ids of every tool call proposed in the thread's messages so far. Read from the
+        snapshot cache for the messages it holds, so a long thread costs only its new ones."""
+        messages = self.s.messages
+        known, n = (self.snapshots.call_ids(self.t, messages) if self.snapshots is not None
+                    else (frozenset(), 0))
+        rest = tool_call_ids(messages[n:]) if n < len(messages) else set()
+        return known | rest if rest else known
 
     def result(self) -> RunResult:
         t = self.t

@@ -91,6 +91,11 @@ def messages_from_json(rows: Sequence[str]) -> list[Message]:
     return messages
 
 
+def tool_call_ids(messages: Sequence[Message]) -> set[str]:
+    """The ids of the tool calls proposed in ``messages``."""
+    return {c.id for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls}
+
+
 def message_to_json(message: Message) -> str:
     """The stored form of a message (fields that are None are left out)."""
     return MESSAGE_ADAPTER.dump_json(message, exclude_none=True).decode()
