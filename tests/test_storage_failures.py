@@ -446,6 +446,10 @@ def test_threads_sharing_one_timestamp_are_paged_without_gaps(stores: StoreFacto
     assert listed == sorted((f"t{n:04d}" for n in range(1000)), reverse=True)
 
 
+def _charged(amount: int) -> str:
+    return "charged"
+
+
 @pytest.mark.parametrize("backend", ["memory", "sqlite",
                                      pytest.param("postgres", marks=pytest.mark.slow)],
                          indirect=True)
@@ -468,7 +472,7 @@ def test_a_thousand_threads_with_one_timestamp_are_all_listed_and_expired(
     agent = Agent(
         model=ScriptedModel(lambda m: "ok" if m[-1].role == "tool" else
                             {"name": "charge", "args": {"amount": 1}}),
-        tools=[tool(lambda amount: "charged", name="charge", description="Charge.")],
+        tools=[tool(_charged, name="charge", description="Charge.")],
         middleware=[HumanInTheLoop({"charge": InterruptOn(
             expires_after=timedelta(minutes=1))})],
         checkpointer=store, clock=lambda: now[0])
