@@ -19,4 +19,7 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 echo "== ruff" && .venv/bin/ruff check src tests bench examples
 echo "== mypy --strict" && .venv/bin/mypy src
-echo "== pytest" && .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# Two test processes (pytest-xdist): much of the suite waits on subprocesses, installs and
+# the disk, so two share two cores well. INTERLOCK_TEST_WORKERS=0 runs it in one process.
+echo "== pytest" && .venv/bin/python -m pytest -q -p no:cacheprovider \
+  -n "${INTERLOCK_TEST_WORKERS:-2}" "$@"
