@@ -44,15 +44,35 @@ function headers(extra) {
  * Returns {ok, status, data}; data is the parsed JSON body (or {message} for other bodies).
  * A 401 calls the whenUnauthorized handler unless `quiet` (the caller handles it).
  */
-export async function request(method, path, body, { quiet = false } = {}) {
+export function request(method, path, body, options = undefined) {
+  return settle(fetch(url(path), {
+    method,
+    headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }),
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: "no-store",
+  }), options);
+}
+
+/**
+ * A GET of `path`: the answer to the one early.js sent while the page loaded, if it sent
+ * exactly this request with the token in use now (each is taken once), else a new request.
+ */
+export function getEarly(path, options = undefined) {
+  const early = window.interlockEarly && window.interlockEarly[path];
+  if (early) delete window.interlockEarly[path];
+  if (early && early.token === token) return settle(early.response, options);
+  return get(path, options);
+}
+
+/** Forget early.js's answers not taken (from here on, every request is a new one). */
+export function dropEarly() {
+  window.interlockEarly = undefined;
+}
+
+async function settle(pending, { quiet = false } = {}) {
   let res;
   try {
-    res = await fetch(url(path), {
-      method,
-      headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }),
-      body: body === undefined ? undefined : JSON.stringify(body),
-      cache: "no-store",
-    });
+    res = await pending;
   } catch (err) {
     return { ok: false, status: 0, data: { error: "NetworkError",
       message: `The server could not be reached (${err.message}).` } };

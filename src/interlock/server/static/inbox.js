@@ -165,6 +165,8 @@ function nextCursor(data) {
   return data.next_before ? { at: data.next_before, id: data.next_before_id } : null;
 }
 
+// `options.early`: at start, take the answer early.js asked for while the page loaded (for
+// the default filters; other filters are other requests)
 async function fetchPage(cursor, options = undefined) {
   const params = new URLSearchParams({ limit: String(PAGE) });
   if (state.status) params.set("status", state.status);
@@ -174,7 +176,7 @@ async function fetchPage(cursor, options = undefined) {
     params.set("before", cursor.at);
     if (cursor.id) params.set("before_id", cursor.id);
   }
-  return api.get(`api/threads?${params}`, options);
+  return (options?.early ? api.getEarly : api.get)(`api/threads?${params}`, options);
 }
 
 // the count of all that match (a request of its own: counting 100,000 rows takes longer
@@ -184,7 +186,7 @@ function fetchCount(options = undefined) {
   if (state.status) params.set("status", state.status);
   const q = state.search.trim();
   if (q) params.set("q", q);
-  return api.get(`api/threads?${params}`, options);
+  return (options?.early ? api.getEarly : api.get)(`api/threads?${params}`, options);
 }
 
 // what a list request asks for (an answer asked for with other filters is not used)
@@ -1025,10 +1027,11 @@ function showLogin(message) {
 async function boot() {
   // the first page is asked for together with api/me (one round trip, not two); its answer
   // is used only once api/me says who is signed in (a 401 shows the sign-in form once)
-  const first = { key: listKey(), page: fetchPage(null, { quiet: true }),
-    count: fetchCount({ quiet: true }) };
+  const first = { key: listKey(), page: fetchPage(null, { quiet: true, early: true }),
+    count: fetchCount({ quiet: true, early: true }) };
   const genBefore = state.listGen;
-  const me = await api.get("api/me");
+  const me = await api.getEarly("api/me");
+  api.dropEarly();
   if (me.status === 401) {
     showLogin(api.hasToken() ? "That token was not accepted." : "");
     return;
