@@ -169,3 +169,11 @@ def entry(request: pytest.FixtureRequest) -> EntryPoint:
 
 
 Factory = Callable[[], Checkpointer]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``first`` (minutes each: installs in fresh environments, the benchmark's
+    smoke run) go first, in their order; the rest keep theirs. With two test processes they
+    then run alongside the short tests instead of after them, and each module's tests stay
+    together (module-scoped fixtures are set up once)."""
+    items.sort(key=lambda item: item.get_closest_marker("first") is None)

@@ -709,7 +709,7 @@ def _param(block: Block) -> object:
     slow = SLOW_SETUPS & set(block.marker("prelude")) or block.marker("background") \
         or block.marker("container")
     # installs, the benchmark and nested test runs take minutes on a loaded machine
-    marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if slow else []
+    marks = [pytest.mark.slow, pytest.mark.first, pytest.mark.timeout(1800)] if slow else []
     return pytest.param(block, id=block.id, marks=marks)
 
 
