@@ -492,60 +492,10 @@ def test_a_thousand_threads_with_one_timestamp_are_all_listed_and_expired(
 # ---------------------------------------------------------------------- Postgres stopped
 
 
-class PrivatePostgres:
-    """A Postgres server of this test's own (initdb + pg_ctl on a free port), so that it can
-    be stopped and started without touching the shared one."""
-
-    def __init__(self) -> None:
-        import shutil
-        import socket
-        import tempfile
-
-        self.pg_ctl = shutil.which("pg_ctl")
-        initdb = shutil.which("initdb")
-        if self.pg_ctl is None or initdb is None:
-            pytest.fail("pg_ctl / initdb are needed to start a private Postgres")
-        self.root = Path(tempfile.mkdtemp(prefix="interlock-pg-"))
-        self.data = self.root / "data"
-        self.as_user: list[str] = []
-        if os.geteuid() == 0:  # initdb refuses to run as root
-            self.as_user = ["runuser", "-u", "postgres", "--"]
-            shutil.chown(self.root, "postgres")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self._run([initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres",
-                   "--no-sync"])
-        self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-        self.start()
-
-    def _run(self, cmd: list[str]) -> None:
-        done = subprocess.run([*self.as_user, *cmd], capture_output=True, text=True,
-                              timeout=120)
-        if done.returncode != 0:
-            pytest.fail(f"{' '.join(cmd)} failed: {done.stderr[-2000:]}")
-
-    def start(self) -> None:
-        assert self.pg_ctl is not None
-        self._run([self.pg_ctl, "-D", str(self.data), "-l", str(self.root / "log"), "-w",
-                   "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-                   f"-c fsync=off", "start"])
-
-    def stop(self) -> None:
-        assert self.pg_ctl is not None
-        self._run([self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop"])
-
-    def remove(self) -> None:
-        import shutil
-
-        with contextlib.suppress(BaseException):
-            self.stop()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
 def test_a_stopped_postgres_is_reported_as_unreachable(tmp_path: Path) -> None:
     from conftest import require_postgres
     from interlock import PostgresCheckpointer
+    from private_pg import PrivatePostgres
 
     require_postgres()  # psycopg installed; the suite's Postgres tests run here
     pg = PrivatePostgres()

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from ._failures import FailureLog
 from .agent import Agent
 from .errors import ConfigurationError, InterlockError, ThreadBusy, ThreadNotFound
 from .result import RunResult
@@ -86,6 +87,7 @@ class Worker:
         self.owner = agent.owner
         self.stats = WorkerStats()
         self._running: dict[str, tuple[QueuedRun, asyncio.Task[None]]] = {}
+        self._claim_failures = FailureLog(log, "worker: claiming queued runs")
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Work until ``stop`` is set (or the task is cancelled); then let the runs still going
@@ -157,8 +159,9 @@ class Worker:
             entries = await self.queue.queue_claim(self.owner, now=now,
                                                    until=now + self.claim_lease, limit=free)
         except InterlockError as exc:
-            log.warning("worker: claiming queued runs failed: %s", exc)
+            self._claim_failures.failed(exc, f"retrying every {self.poll_interval:g} s")
             return 0
+        self._claim_failures.worked()
         for entry in entries:
             self.stats.claimed += 1
             task = asyncio.create_task(self._process(entry),
@@ -208,6 +211,7 @@ class Worker:
     async def _renew(self) -> None:
         """Extend the claims of the runs going on, every third of the claim lease."""
         period = self.claim_lease.total_seconds() / 3
+        renew_failures = FailureLog(log, "worker: renewing claims")
         while True:
             await asyncio.sleep(period)
             ids = list(self._running)
@@ -217,18 +221,24 @@ class Worker:
                 await self.queue.queue_extend(self.owner, ids,
                                               until=self.agent.clock() + self.claim_lease)
             except InterlockError as exc:  # the next renewal retries
-                log.warning("worker: renewing claims failed: %s", exc)
+                renew_failures.failed(exc, f"retrying every {period:g} s")
+            else:
+                renew_failures.worked()
 
     async def _every(self, what: str, job: Callable[[], Awaitable[object]],
                      interval: timedelta) -> None:
+        failures = FailureLog(log, f"worker: {what}")
+        seconds = interval.total_seconds()
         while True:
             try:
                 await job()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("worker: %s failed; retrying", what)
-            await asyncio.sleep(interval.total_seconds())
+            except Exception as exc:
+                failures.failed(exc, f"retrying every {seconds:g} s")
+            else:
+                failures.worked()
+            await asyncio.sleep(seconds)
 
     async def _drain(self) -> None:
         tasks = [t for _, t in self._running.values()]

@@ -78,7 +78,7 @@ class ServeProcess:
     """``interlock serve server.server_agents:make_agent`` as a real process on a free port;
     executions are appended to ``exec_log``."""
 
-    def __init__(self, name: str, db_url: str, tokens: Path, exec_log: Path,
+    def __init__(self, name: str, db_url: str | None, tokens: Path, exec_log: Path,
                  extra_args: Sequence[str] = (),
                  agent: str = "server.server_agents:make_agent",
                  env: dict[str, str] | None = None) -> None:
@@ -89,7 +89,8 @@ class ServeProcess:
         env.pop("INTERLOCK_TOKENS_FILE", None)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "interlock.cli", "serve", agent,
-             "--db", db_url, "--host", "127.0.0.1", "--port", "0", "--tokens", str(tokens),
+             *(["--db", db_url] if db_url else []),  # None: the agent's own store
+             "--host", "127.0.0.1", "--port", "0", "--tokens", str(tokens),
              "--poll-interval", "0.1", "--log-level", "info", *extra_args],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )

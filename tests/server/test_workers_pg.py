@@ -34,7 +34,7 @@ class WorkerProcess(ServeProcess):
     """``interlock worker server.server_agents:make_agent`` as a real process (stopped like
     the server, with SIGINT)."""
 
-    def __init__(self, name: str, db_url: str, exec_log: Path, release: Path,
+    def __init__(self, name: str, db_url: str | None, exec_log: Path, release: Path,
                  extra_args: Sequence[str] = (),
                  agent: str = "server.server_agents:make_agent",
                  env: dict[str, str] | None = None) -> None:
@@ -44,7 +44,7 @@ class WorkerProcess(ServeProcess):
             "INTERLOCK_TEST_RELEASE": str(release), **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "interlock.cli", "worker", agent,
-             "--db", db_url, "--log-level", "info", *extra_args],
+             *(["--db", db_url] if db_url else []), "--log-level", "info", *extra_args],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         ready = threading.Event()

@@ -217,6 +217,17 @@ def open_store(url: str) -> Checkpointer:
     return store
 
 
+def check_reachable(store: Checkpointer, command: str) -> None:
+    """Fail at start, with the store's own message, when ``store`` cannot be read (a typo in
+    --db, a database that is not running, a schema it cannot use): a long-running ``command``
+    would otherwise start anyway and only log failed attempts. Outages after the start are
+    retried by the command's background jobs."""
+    try:
+        run_blocking(store.changes(after=None), f"interlock {command}")
+    except InterlockError as exc:
+        raise CliError(f"interlock {command} cannot start: {exc}") from exc
+
+
 def stop_on_signals() -> asyncio.Event:
     """An event that Ctrl-C (SIGINT) and SIGTERM set, for a long-running command's loop (call
     it inside the running loop; where signals cannot be caught this way, they stop the

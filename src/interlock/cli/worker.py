@@ -11,7 +11,14 @@ import click
 from ..errors import ConfigurationError
 from ..storage import from_url
 from ..subagent_tree import use_store
-from ._common import DB_ENV, CliError, CliUsageError, load_agent, stop_on_signals
+from ._common import (
+    DB_ENV,
+    CliError,
+    CliUsageError,
+    check_reachable,
+    load_agent,
+    stop_on_signals,
+)
 
 
 @click.command("worker")
@@ -69,6 +76,7 @@ def worker(agent_spec: str, db: str | None, concurrency: int, claim_lease: float
     except ConfigurationError as exc:
         raise CliError(f"interlock worker needs the run queue of a Postgres database: {exc}",
                        exit_code=2) from exc
+    check_reachable(agent.checkpointer, "worker")
 
     async def main() -> None:
         stop = stop_on_signals()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from .._failures import FailureLog
 from ..outbox import Delivery, OutboxEvent
 from ..storage.base import Checkpointer
 from .config import DispatchSettings
@@ -104,14 +105,16 @@ class Dispatcher:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Dispatch until ``stop`` is set (or the task is cancelled)."""
         stop = stop or asyncio.Event()
+        failures = FailureLog(log, "outbox dispatch")
         while not stop.is_set():
             try:
                 await self.run_once()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("outbox dispatch failed; retrying in %.1f s",
-                              self.settings.poll_interval)
+            except Exception as exc:
+                failures.failed(exc, f"retrying every {self.settings.poll_interval:g} s")
+            else:
+                failures.worked()
             self._wake.clear()
             waits = [asyncio.ensure_future(self._wake.wait()),
                      asyncio.ensure_future(stop.wait())]

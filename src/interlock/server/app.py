@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from .. import __version__
+from .._failures import FailureLog
 from ..agent import Agent
 from ..errors import ConfigurationError
 from ..notify import Dispatcher, NotifyConfig, build_channels, load_config
@@ -68,6 +69,8 @@ async def _repeat(what: str, job: Callable[[], Awaitable[list[RunResult]]],
     """Run ``job`` every ``interval`` seconds (first at once when ``at_start``; None: only
     that once); poke the inbox when it changed threads. Failures are logged and retried."""
     first = at_start
+    failures = FailureLog(log, what)
+    retry = f"retrying every {interval:g} s" if interval is not None else "not retried"
     while True:
         if not first:
             if interval is None:
@@ -75,12 +78,15 @@ async def _repeat(what: str, job: Callable[[], Awaitable[list[RunResult]]],
             await asyncio.sleep(interval)
         first = False
         try:
-            if await job():
-                watcher.poke()
+            changed = await job()
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("%s failed; retrying", what)
+        except Exception as exc:
+            failures.failed(exc, retry)
+            continue
+        failures.worked()
+        if changed:
+            watcher.poke()
 
 
 def create_app(
@@ -168,8 +174,8 @@ def create_app(
         state.loop = asyncio.get_running_loop()
         try:  # follow the change feed from this moment (retried by the watcher on failure)
             await watcher.prime()
-        except Exception:
-            log.exception("inbox watcher: reading the change feed failed; retrying")
+        except Exception as exc:
+            watcher.failures.failed(exc)
         background = [asyncio.create_task(watcher.run(), name="interlock-inbox-watcher")]
         # review deadlines (InterruptOn(expires_after=...)); workers run them for API-only
         if expiry_interval is not None and not api_only:

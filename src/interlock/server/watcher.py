@@ -31,8 +31,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import timedelta
 
+from .._failures import FailureLog
 from ..agent import Agent
 from ..authz import CallPolicy, ThreadFacts, facts_of
+from ..errors import InterlockError
 from ..storage.base import ChangeCursor, ChangeSignals, ThreadRecord
 from .hub import INBOX, Hub, thread_topic
 from .views import thread_summary
@@ -93,6 +95,8 @@ class InboxWatcher:
         """Seconds at least between two polls (signals arriving meanwhile make one poll)."""
         self._listening = False
         self._held = False
+        self.failures = FailureLog(log, "inbox watcher: reading the change feed")
+        """Failures of the feed reads (one warning per outage)."""
         self._last_poll = 0.0
         self.polls = 0
 
@@ -149,7 +153,10 @@ class InboxWatcher:
             return None
         try:
             journal = await self.agent.checkpointer.journal(r.thread_id)
-        except Exception:  # the change is still announced, to those who may read it now
+        except InterlockError as exc:  # still announced, to those who may read it now
+            log.warning("inbox watcher: reading the journal of %r failed: %s", r.thread_id, exc)
+            return None
+        except Exception:
             log.exception("inbox watcher: reading the journal of %r failed", r.thread_id)
             return None
         reviewed = [e for e in journal if e.review is not None]
@@ -223,9 +230,9 @@ class InboxWatcher:
             try:  # opening the listening connection blocks: not on the event loop
                 stop_listening = await asyncio.to_thread(store.on_signal, "changes", signalled)
                 self._listening = True
-            except Exception:
-                log.exception("inbox watcher: listening for change signals failed; polling "
-                              "every %g s instead", self.interval)
+            except Exception as exc:
+                FailureLog(log, "inbox watcher: listening for change signals").failed(
+                    exc, f"polling every {self.interval:g} s instead")
         try:
             held_wait = self.min_gap
             while True:
@@ -234,8 +241,10 @@ class InboxWatcher:
                     await self.poll()
                 except asyncio.CancelledError:
                     raise
-                except Exception:
-                    log.exception("inbox watcher: reading the change feed failed; retrying")
+                except Exception as exc:
+                    self.failures.failed(exc)
+                else:
+                    self.failures.worked()
                 # changes held back by an older open transaction (on Postgres, of any database
                 # of the server): look again soon, backing off to HELD_MAX while it stays open
                 held_wait = min(held_wait * 2, self.interval, HELD_MAX) if self._held \
