@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -226,6 +227,20 @@ def check_reachable(store: Checkpointer, command: str) -> None:
         run_blocking(store.changes(after=None), f"interlock {command}")
     except InterlockError as exc:
         raise CliError(f"interlock {command} cannot start: {exc}") from exc
+
+
+def log_to_stderr(level: str) -> None:
+    """Show interlock's own log records of ``level`` and above on stderr, as
+    ``LEVEL logger: message`` (a long-running command's ``--log-level``; third-party loggers
+    keep their own settings). Call it once the command is about to run: it changes the
+    process's logging."""
+    logger = logging.getLogger("interlock")
+    if not any(getattr(h, "interlock_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.interlock_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())
 
 
 def stop_on_signals() -> asyncio.Event:

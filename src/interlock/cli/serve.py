@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import ConfigurationError, MissingDependency
-from ._common import DB_ENV, CliError, check_reachable, load_agent
+from ._common import DB_ENV, CliError, check_reachable, load_agent, log_to_stderr
 
 
 @click.command("serve")
@@ -95,6 +95,7 @@ def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Pa
         raise CliError(str(exc), exit_code=2 if isinstance(exc, ConfigurationError) else 1) \
             from exc
     check_reachable(agent.checkpointer, "serve")
+    log_to_stderr(log_level)  # interlock's own records too, not only uvicorn's
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C after a clean shutdown: a normal stop
         server.run()
 
