@@ -111,6 +111,8 @@ def tier(tmp_path: Path) -> Iterator[dict[str, Any]]:
         for p in started:
             if any("Traceback" in line for line in p.lines):
                 raise AssertionError(f"{p.name} logged a traceback:\n{''.join(p.lines)}")
+            # --db replaced the agent's own store: nothing says it runs on another one
+            assert not any("MemoryCheckpointer" in line for line in p.lines), p.lines
         assert all(code == 0 for _, code in codes), codes
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from datetime import timedelta
 
 import click
@@ -17,6 +16,7 @@ from ._common import (
     CliUsageError,
     check_reachable,
     load_agent,
+    log_to_stderr,
     stop_on_signals,
 )
 
@@ -58,7 +58,6 @@ def worker(agent_spec: str, db: str | None, concurrency: int, claim_lease: float
     """
     from ..worker import Worker
 
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     agent = load_agent(agent_spec)
     if db is not None:
         try:
@@ -77,6 +76,9 @@ def worker(agent_spec: str, db: str | None, concurrency: int, claim_lease: float
         raise CliError(f"interlock worker needs the run queue of a Postgres database: {exc}",
                        exit_code=2) from exc
     check_reachable(agent.checkpointer, "worker")
+    # from here on: records of the agent's import (e.g. "no checkpointer given") would name a
+    # store that --db has replaced since
+    log_to_stderr(log_level)
 
     async def main() -> None:
         stop = stop_on_signals()
