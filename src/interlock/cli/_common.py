@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 from pydantic_core import to_jsonable_python
@@ -229,16 +229,19 @@ def check_reachable(store: Checkpointer, command: str) -> None:
         raise CliError(f"interlock {command} cannot start: {exc}") from exc
 
 
+class _StderrLog(logging.StreamHandler[TextIO]):
+    """The handler :func:`log_to_stderr` adds (once per process)."""
+
+
 def log_to_stderr(level: str) -> None:
     """Show interlock's own log records of ``level`` and above on stderr, as
     ``LEVEL logger: message`` (a long-running command's ``--log-level``; third-party loggers
     keep their own settings). Call it once the command is about to run: it changes the
     process's logging."""
     logger = logging.getLogger("interlock")
-    if not any(getattr(h, "interlock_cli", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _StderrLog) for h in logger.handlers):
+        handler = _StderrLog(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        handler.interlock_cli = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
     logger.setLevel(level.upper())
 
