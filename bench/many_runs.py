@@ -8,7 +8,9 @@ Each of the ``--threads`` threads runs ``--cycles`` cycles of the benchmark's sc
 (``scenario.py``: pause on ``write_file``, approve, tool runs, final answer) through the async
 API on one event loop: first one thread after another ("sequential"), then all at once
 ("concurrent", ``asyncio.gather``), each on a fresh store. Every approval must run the tool
-exactly once (checked). Prints cycles per second of both and their ratio; with ``--fsyncs``
+exactly once (checked). Prints cycles per second of both and their ratio, the CPU per cycle of
+the process and (on Linux) of its threads: the event loop's, the store's worker thread
+(SQLite) and the tool threads; with ``--fsyncs``
 (SQLite, needs strace) it also counts ``fsync``/``fdatasync`` calls per cycle of each mode in
 a child process. This is a benchmark, not a test: it is not run by CI.
 """
@@ -25,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -75,18 +78,58 @@ async def run_mode(s: InterlockSystem, mode: str, threads: int, n: int) -> float
     return elapsed
 
 
+def _thread_kind(name: str) -> str:
+    if name == "MainThread":
+        return "event loop"
+    if name.startswith("interlock-sqlite"):
+        return "store"
+    if name.startswith("interlock-tool"):
+        return "tools"
+    return "other"
+
+
+def thread_cpu() -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) each live thread of this process has used so far, by its
+    id, with its kind, read from ``/proc/self/task`` (empty where there is none). Threads are
+    told apart by their Python names: the main thread runs the event loop,
+    ``interlock-sqlite`` is the SQLite store's worker, ``interlock-tool`` the pool that runs
+    sync tools."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out: dict[int, tuple[str, float]] = {}
+    for t in threading.enumerate():
+        if t.native_id is None:
+            continue
+        try:
+            fields = Path(f"/proc/self/task/{t.native_id}/stat").read_text().rsplit(")", 1)[1]
+            used = fields.split()
+            out[t.native_id] = (_thread_kind(t.name), (int(used[11]) + int(used[12])) / tick)
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def cpu_split(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+              ) -> dict[str, float]:
+    """CPU seconds used between two :func:`thread_cpu` readings, summed by kind of thread
+    (a thread that ended in between is not counted)."""
+    out: dict[str, float] = {}
+    for tid, (kind, used) in after.items():
+        out[kind] = out.get(kind, 0.0) + used - before.get(tid, (kind, 0.0))[1]
+    return out
+
+
 def measure(backend: str, mode: str, threads: int, n: int, workdir: Path, dsn: str
-            ) -> tuple[float, float]:
-    """Seconds the run took, and the CPU seconds (user + system, all threads) this process
-    spent meanwhile."""
+            ) -> tuple[float, float, dict[str, float]]:
+    """Seconds the run took, the CPU seconds (user + system, all threads) this process spent
+    meanwhile, and how they split by kind of thread (see :func:`thread_cpu`)."""
     s = make(backend, workdir, mode, dsn)
     try:
         asyncio.run(cycles(s, "warm-up", 3))
         s.counter.count = 0
-        t0 = os.times()
+        t0, by0 = os.times(), thread_cpu()
         elapsed = asyncio.run(run_mode(s, mode, threads, n))
-        t1 = os.times()
-        return elapsed, (t1.user - t0.user) + (t1.system - t0.system)
+        t1, by1 = os.times(), thread_cpu()
+        return elapsed, (t1.user - t0.user) + (t1.system - t0.system), cpu_split(by0, by1)
     finally:
         s.close()
         if backend == "postgres":
@@ -134,24 +177,32 @@ def main() -> int:
     print(f"{a.threads} threads x {a.cycles} cycles, {a.backend}, {a.rounds} alternating rounds")
     results: dict[str, list[float]] = {"sequential": [], "concurrent": []}
     cpu: dict[str, list[float]] = {"sequential": [], "concurrent": []}
+    by_thread: dict[str, list[dict[str, float]]] = {"sequential": [], "concurrent": []}
     n_cycles = a.threads * a.cycles
     with tempfile.TemporaryDirectory() as d:
         for r in range(a.rounds):
             order = ("sequential", "concurrent") if r % 2 == 0 else ("concurrent", "sequential")
             for mode in order:
-                elapsed, used = measure(a.backend, mode, a.threads, a.cycles, Path(d), a.pg_dsn)
+                elapsed, used, split = measure(a.backend, mode, a.threads, a.cycles, Path(d),
+                                               a.pg_dsn)
                 rate = n_cycles / elapsed
                 results[mode].append(rate)
                 cpu[mode].append(used / n_cycles * 1e3)
+                by_thread[mode].append({k: v / n_cycles * 1e3 for k, v in split.items()})
+                threads_text = ", ".join(f"{k} {v:.2f}" for k, v in sorted(
+                    by_thread[mode][-1].items(), key=lambda kv: -kv[1]) if v > 0)
                 print(f"  round {r + 1} {mode:10s} {rate:8.1f} cycles/s ({elapsed:.2f} s; CPU "
-                      f"{cpu[mode][-1]:.2f} ms per cycle; load {os.getloadavg()[0]:.1f})")
+                      f"{cpu[mode][-1]:.2f} ms per cycle"
+                      + (f" = {threads_text}" if threads_text else "")
+                      + f"; load {os.getloadavg()[0]:.1f})")
     best = {m: statistics.median(v) for m, v in results.items()}
     best_cpu = {m: statistics.median(v) for m, v in cpu.items()}
     ratio = best["concurrent"] / best["sequential"]
     out: dict[str, Any] = {"machine": info, "backend": a.backend, "threads": a.threads,
                            "cycles": a.cycles, "rates": results, "median": best,
                            "ratio": ratio, "cpu_ms_per_cycle": cpu,
-                           "cpu_median_ms": best_cpu, "loadavg_end": os.getloadavg()}
+                           "cpu_median_ms": best_cpu, "cpu_by_thread_ms_per_cycle": by_thread,
+                           "loadavg_end": os.getloadavg()}
     print(f"median: sequential {best['sequential']:.1f} cycles/s, concurrent "
           f"{best['concurrent']:.1f} cycles/s → {ratio:.2f}x (target ≥3x); CPU per cycle "
           f"(user + system, all threads): sequential {best_cpu['sequential']:.2f} ms, "
