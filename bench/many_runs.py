@@ -94,13 +94,16 @@ def thread_cpu() -> dict[int, tuple[str, float]]:
     told apart by their Python names: the main thread runs the event loop,
     ``interlock-sqlite`` is the SQLite store's worker, ``interlock-tool`` the pool that runs
     sync tools."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
     out: dict[int, tuple[str, float]] = {}
     for t in threading.enumerate():
         if t.native_id is None:
             continue
         try:
-            fields = Path(f"/proc/self/task/{t.native_id}/stat").read_text().rsplit(")", 1)[1]
+            fields = (tasks / str(t.native_id) / "stat").read_text().rsplit(")", 1)[1]
             used = fields.split()
             out[t.native_id] = (_thread_kind(t.name), (int(used[11]) + int(used[12])) / tick)
         except (OSError, IndexError, ValueError):
@@ -193,7 +196,7 @@ def main() -> int:
                     by_thread[mode][-1].items(), key=lambda kv: -kv[1]) if v > 0)
                 print(f"  round {r + 1} {mode:10s} {rate:8.1f} cycles/s ({elapsed:.2f} s; CPU "
                       f"{cpu[mode][-1]:.2f} ms per cycle"
-                      + (f" = {threads_text}" if threads_text else "")
+                      + (f", by thread: {threads_text}" if threads_text else "")
                       + f"; load {os.getloadavg()[0]:.1f})")
     best = {m: statistics.median(v) for m, v in results.items()}
     best_cpu = {m: statistics.median(v) for m, v in cpu.items()}
