@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -20,6 +21,7 @@ from ._subagents import child_state, state_of
 from ._sync import iterate_blocking, run_blocking
 from ._texts import public_interrupt
 from ._txn import Sink, ThreadTxn
+from .audit_key import load_key
 from .audit_verify import AuditHead, AuditReport, export_head, verify_store
 from .authz import (
     Reviewer,
@@ -61,7 +63,7 @@ from .storage.base import (
 from .storage.memory import MemoryCheckpointer
 from .subagents import Caller, ChildState, SubAgentTool
 from .text import check_input, text_problem
-from .tools import Tool, ToolSource
+from .tools import Tool, ToolSource, start_worker
 
 log = logging.getLogger("interlock")
 
@@ -228,6 +230,8 @@ class Agent:
             for problem in getattr(t, "missing", ()):
                 warnings.warn(f"Agent {name!r}: tool {t.name!r} has {problem}.",
                               InterlockWarning, stacklevel=2)
+        if any(not getattr(t, "is_async", True) for t in self.tools):
+            start_worker()  # sync tools run in the tool pool: its thread starts now, once
         self.middleware: list[object] = list(middleware)
         if len({id(m) for m in self.middleware}) != len(self.middleware):
             raise ConfigurationError("The same middleware instance is listed twice.")
@@ -264,6 +268,11 @@ class Agent:
         if cached_threads < 0:
             raise ConfigurationError("cached_threads must not be negative (0 turns the cache off).")
         self._snapshots = SnapshotCache(cached_threads)
+        # the key that signs the audit rows of every commit: read once, now, rather than by
+        # the first commit; a missing key is still created, and a bad one still refused, by
+        # the first commit that needs it
+        with contextlib.suppress(ConfigurationError, OSError):
+            load_key(create=False)
 
     def __repr__(self) -> str:
         return (
