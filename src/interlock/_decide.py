@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ._deps import RunDeps
+from ._models import replaced
 from ._texts import cancel_text, digest, expired_text, reject_text, unknown_reject_text
 from ._txn import AuditItem, ThreadTxn
 from .audit import AuditKind
@@ -220,13 +221,13 @@ async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
         remaining = [i for i in remaining if i.id != iid]
         if intr.tool_call_id is not None:
             e = txn.s.journal[intr.tool_call_id]
-            journal.append(e.model_copy(update={
+            journal.append(replaced(e, {
                 "state": e.paused_from or CallState.APPROVED,
                 "answers": [*e.answers, value], "paused_from": None,
                 "updated_at": txn.now()}))
         else:
             assert hooks is not None
-            hooks = hooks.model_copy(update={"answers": [*hooks.answers, value]})
+            hooks = replaced(hooks, {"answers": [*hooks.answers, value]})
             updates["hooks"] = hooks
         audit.append(AuditItem(AuditKind.INPUT_ANSWERED, spec.actor, intr.tool_call_id,
                                {"interrupt_id": iid, "value": value, **_via(spec)}))
@@ -332,20 +333,20 @@ def _decided_entry(e: JournalEntry, r: ResolvedDecision, actor: str, now: dateti
     if isinstance(d, Approve):
         # approving a retry of an edited call (outcome unknown) still runs it as edited
         edited = (r.exec_name, r.exec_args) != (e.name, e.args)
-        return e.model_copy(update={
+        return replaced(e, {
             **base, "state": CallState.EDITED if edited else CallState.APPROVED, **run})
     if isinstance(d, Edit):
-        return e.model_copy(update={**base, "state": CallState.EDITED, **run})
+        return replaced(e, {**base, "state": CallState.EDITED, **run})
     if isinstance(d, Reject):
         unknown = e.review is not None and e.review.reason == "outcome_unknown"
         text = unknown_reject_text if unknown else reject_text
         msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
                           content=text(e.name, e.tool_call_id, d.message), decision="reject")
-        return e.model_copy(update={**base, "state": CallState.REJECTED, "result": msg})
+        return replaced(e, {**base, "state": CallState.REJECTED, "result": msg})
     assert isinstance(d, Respond)
     msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="success",
                       content=d.message, decision="respond")
-    return e.model_copy(update={**base, "state": CallState.RESPONDED, "result": msg})
+    return replaced(e, {**base, "state": CallState.RESPONDED, "result": msg})
 
 
 async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Reviewer | None,
@@ -380,7 +381,7 @@ async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Re
                               content=cancel_text(call.name, call.id, reason), decision="cancel")
             results.append(msg)
             if e is not None:
-                updates.append(e.model_copy(update={
+                updates.append(replaced(e, {
                     "state": CallState.CANCELLED, "result": msg, "decided_by": actor,
                     "updated_at": now}))
     await txn.commit(
@@ -416,7 +417,7 @@ async def expire_due(txn: ThreadTxn) -> bool:
         e = txn.s.journal[c.request.tool_call_id]
         msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
                           content=expired_text(e.name, e.tool_call_id), decision="expire")
-        journal.append(e.model_copy(update={
+        journal.append(replaced(e, {
             "state": CallState.EXPIRED, "result": msg, "decided_by": "system:expiry",
             "decision": DecisionRecord(type="reject", message="no reviewer decided in time"),
             "updated_at": now}))
@@ -463,7 +464,7 @@ def _escalated(call: PendingCall, now: datetime) -> PendingCall:
     reviewers = cfg.reviewers
     if reviewers is not None:
         reviewers = [*reviewers, *(r for r in cfg.escalate_to or [] if r not in reviewers)]
-    return PendingCall(call.request, cfg.model_copy(update={
+    return PendingCall(call.request, replaced(cfg, {
         "escalated_at": now, "reviewers": reviewers}))
 
 

@@ -19,6 +19,7 @@ from inspect import isawaitable
 from typing import Any
 
 from ._deps import RunDeps
+from ._models import replaced
 from ._subagents import wait_for_child
 from ._texts import (
     RESULT_PREVIEW,
@@ -77,12 +78,12 @@ async def handle_unknown(txn: ThreadTxn, deps: RunDeps, message: AssistantMessag
         call = e.effective
         tool = deps.tools_by_name.get(call.name)
         if tool is not None and tool.idempotent:
-            entries.append(e.model_copy(update={
+            entries.append(replaced(e, {
                 "state": e.paused_from or runnable_state(e), "updated_at": now}))
             audit.append(AuditItem(AuditKind.RETRY_IDEMPOTENT, SYSTEM, e.tool_call_id,
                                    {"name": tool.name, "attempts": e.attempts}))
             continue
-        entries.append(e.model_copy(update={
+        entries.append(replaced(e, {
             "state": CallState.PENDING_REVIEW, "updated_at": now,
             "review": ReviewSettings(allowed_decisions=allowed, description=UNKNOWN_OUTCOME,
                                      reason="outcome_unknown")}))
@@ -110,9 +111,9 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
         proposed = next((c for c in txn.turn_message().tool_calls if c.id == e.tool_call_id),
                         None)
         if proposed is not None and proposed.args_error is not None:
-            call = call.model_copy(update={"args_error": proposed.args_error})
+            call = replaced(call, {"args_error": proposed.args_error})
     attempt = e.attempts + 1
-    running = e.model_copy(update={"state": CallState.RUNNING, "attempts": attempt,
+    running = replaced(e, {"state": CallState.RUNNING, "attempts": attempt,
                                    "paused_from": e.state, "updated_at": txn.now()})
     before = txn.savepoint()
     try:
@@ -146,14 +147,14 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
         async with txn.keep_lease():
             msg = await _outcome(txn, deps, tool_task)
     except PauseRun as pause:
-        waiting = running.model_copy(update={"state": CallState.INTERRUPTED,
+        waiting = replaced(running, {"state": CallState.INTERRUPTED,
                                              "paused_from": e.state, "updated_at": txn.now()})
         txn.stage(journal=[waiting])
         txn.raise_question(pause.value, origin="tool", tool_call_id=e.tool_call_id)
         await txn.flush()
         return
     except ChildWaiting as child:
-        await wait_for_child(txn, deps, running.model_copy(update={"paused_from": e.state}),
+        await wait_for_child(txn, deps, replaced(running, {"paused_from": e.state}),
                              child.state)
         return
     except asyncio.CancelledError:
@@ -266,7 +267,7 @@ async def _store_result_once(txn: ThreadTxn, running: JournalEntry, msg: ToolMes
     msg = ToolMessage(tool_call_id=running.tool_call_id, name=call.name, content=content,
                       status=msg.status, decision="edit" if edited else msg.decision)
     state = CallState.SUCCEEDED if msg.status == "success" else CallState.FAILED
-    done = running.model_copy(update={"state": state, "result": msg, "paused_from": None,
+    done = replaced(running, {"state": state, "result": msg, "paused_from": None,
                                       "updated_at": txn.now()})
     # When this was the last open call of the turn, the tool messages are appended and the
     # turn is closed in the same commit as the result (advance_turn would do it next).

@@ -21,6 +21,7 @@ from ._decide import ResumeSpec, apply_resume, expire_due, raise_if_answered
 from ._delegate import route, settle_waiting
 from ._deps import RunDeps
 from ._execute import execute, handle_unknown, known_outcome, store_outcome
+from ._models import replaced
 from ._subagents import child_state, has_waiting, plan
 from ._texts import SYSTEM, digest
 from ._txn import AuditItem, ThreadTxn
@@ -195,7 +196,7 @@ async def take_over(txn: ThreadTxn, deps: RunDeps) -> RunResult:
     unknown = [e for e in running if all(e is not k for k, _ in known)]
     now = txn.now()
     await txn.commit(
-        journal=[e.model_copy(update={"state": CallState.UNKNOWN, "updated_at": now})
+        journal=[replaced(e, {"state": CallState.UNKNOWN, "updated_at": now})
                  for e in unknown],
         status="running", error=None,
         audit=[AuditItem(AuditKind.OUTCOME_UNKNOWN, SYSTEM, e.tool_call_id,
@@ -385,10 +386,10 @@ def _unique_ids(txn: ThreadTxn, message: AssistantMessage) -> AssistantMessage:
             cid = f"{cid}_{n}"
         if cid != c.id:
             changed = True
-            c = c.model_copy(update={"id": cid})
+            c = replaced(c, {"id": cid})
         seen.add(cid)
         calls.append(c)
-    return message.model_copy(update={"tool_calls": calls}) if changed else message
+    return replaced(message, {"tool_calls": calls}) if changed else message
 
 
 async def advance_turn(txn: ThreadTxn, deps: RunDeps) -> bool:
@@ -474,7 +475,7 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
         if isinstance(mark, RejectMark):
             msg = ToolMessage(tool_call_id=call.id, name=call.name, status="error",
                               content=mark.message, decision="reject")
-            entries.append(e.model_copy(update={
+            entries.append(replaced(e, {
                 **base, "state": CallState.REJECTED, "result": msg,
                 "decided_by": f"middleware:{mark.by}",
                 "decision": DecisionRecord(type="reject", message=mark.message)}))
@@ -486,7 +487,7 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
             # the description is kept in the request (it often repeats the args)
             settings = ReviewSettings.model_validate(
                 {**mark.to_json(), "description": None, "expires_at": expires_at})
-            entries.append(e.model_copy(update={
+            entries.append(replaced(e, {
                 **base, "state": CallState.PENDING_REVIEW, "review": settings}))
             (per_call if mark.per_call else reviews).append(PendingCall(
                 ActionRequest(tool_call_id=call.id, name=call.name, args=call.args,
@@ -510,17 +511,17 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
                 tool_call_id=call.id, name=call.name, status="error",
                 content=f"Tool {call.name!r} does not exist. Available tools: "
                 f"{', '.join(sorted(deps.tools_by_name))}.")
-            entries.append(e.model_copy(update={**base, "state": CallState.FAILED,
+            entries.append(replaced(e, {**base, "state": CallState.FAILED,
                                                 "result": msg}))
         elif isinstance(mark, AutoApproveMark):
-            entries.append(e.model_copy(update={
+            entries.append(replaced(e, {
                 **base, "state": CallState.AUTO_APPROVED, "decided_by": f"rule:{mark.rule}"}))
             audit.append(AuditItem(AuditKind.AUTO_APPROVED, f"rule:{mark.rule}", call.id,
                                    {"name": call.name, "args": call.args, "rule": mark.rule,
                                     "middleware": mark.by,
                                     "caused_by": actor_of(starter_of(txn.t))}))
         else:
-            entries.append(e.model_copy(update={
+            entries.append(replaced(e, {
                 **base, "state": CallState.APPROVED, "decided_by": "policy"}))
     txn.stage(journal=entries, audit=audit, hooks=HookProgress(done=True))
     raised = txn.raise_review(reviews)

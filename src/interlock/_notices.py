@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .hitl import HITLRequest
+from .hitl import read_request
 from .interrupts import Interrupt, PathStep
 from .outbox import (
     EventType,
@@ -46,7 +46,7 @@ def notice_calls(review: Interrupt, journal: Mapping[str, JournalEntry],
     """The calls of a review request as notifications show them, with their current state.
     For a sub-agent's request, ``above`` are the sub-agent calls from the top-most thread down
     to it and ``where`` its thread and agent: each call's path ends at the call."""
-    req = HITLRequest.model_validate(review.value)
+    req = read_request(review.value)
     out = []
     for a, c in zip(req.action_requests, req.review_configs, strict=True):
         e = journal.get(a.tool_call_id)

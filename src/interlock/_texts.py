@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+from ._models import replaced
 from .hitl import HITLRequest
 from .interrupts import Interrupt
 
@@ -95,5 +96,5 @@ def idempotency_key(thread_id: str, tool_call_id: str) -> str:
 def public_interrupt(i: Interrupt) -> Interrupt:
     """Interrupt with a typed value (``HITLRequest`` for review interrupts)."""
     if i.kind == "review" and isinstance(i.value, dict):
-        return i.model_copy(update={"value": HITLRequest.model_validate(i.value)})
+        return replaced(i, {"value": HITLRequest.model_validate(i.value)})
     return i

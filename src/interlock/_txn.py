@@ -19,16 +19,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from ._models import replaced
 from ._notices import outbox_events
 from ._snapshots import SnapshotCache
 from ._summary import summary_updates
 from ._texts import SYSTEM, digest, public_interrupt
 from .audit import GENESIS, AuditKind, make_record
-from .audit_key import load_key
+from .audit_key import AuditKey, load_key
 from .decisions import PendingCall
 from .errors import ConcurrencyError, StorageError, ThreadBusy, ThreadNotFound
 from .events import Event, InterruptRaised
-from .hitl import HITLRequest
+from .hitl import HITLRequest, read_request
 from .interrupts import Interrupt
 from .leases import QUEUED, is_this_process, owner_alive
 from .messages import AssistantMessage, Message, tool_call_ids
@@ -114,6 +115,7 @@ class ThreadTxn:
         self._audit: list[AuditItem] = []
         self._events: list[Event] = []
         self._lock = asyncio.Lock()
+        self._key: AuditKey | None = None
         self._stored_told = False
         self.children_busy = False
         """A sub-agent thread this run waits for is advanced by another process right now:
@@ -241,7 +243,7 @@ class ThreadTxn:
         answers): a crash loses them and the next run redoes them."""
         s = self.s
         t = s.thread
-        new = t.model_copy(update={**updates, "message_count": t.message_count + len(messages)})
+        new = replaced(t, {**updates, "message_count": t.message_count + len(messages)})
         s.thread = new
         s.messages.extend(messages)
         self._messages.extend(messages)
@@ -268,7 +270,9 @@ class ThreadTxn:
         now = self.now()
         seq, prev = t.audit_seq, t.audit_hash or GENESIS
         records = []
-        key = load_key(create=True) if self._audit else None
+        if self._audit and self._key is None:
+            self._key = load_key(create=True)  # once per run, not at every commit
+        key = self._key if self._audit else None
         for kind, actor, call_id, data in self._audit:
             seq += 1
             rec = make_record(thread_id=t.thread_id, seq=seq, prev_hash=prev, ts=now,
@@ -285,7 +289,7 @@ class ThreadTxn:
         summary = summary_updates(
             last_decision=t.last_decision, outcome=t.outcome, status=t.status, error=t.error,
             messages=self._messages, audit=self._audit)
-        new = t.model_copy(update={
+        new = replaced(t, {
             **lease, **summary, "version": (expected or 0) + 1, "updated_at": now,
             "audit_seq": seq, "audit_hash": prev,
         })
@@ -425,7 +429,7 @@ class ThreadTxn:
 
     def review_calls(self, review: Interrupt) -> list[PendingCall]:
         """The calls of a stored review interrupt, with their review settings."""
-        req = HITLRequest.of(review.value)
+        req = read_request(review.value)
         return [PendingCall(a, c) for a, c in
                 zip(req.action_requests, req.review_configs, strict=True)]
 
@@ -434,7 +438,7 @@ class ThreadTxn:
         others = [i for i in self.t.pending if i.id != review.id]
         if not left:
             return others
-        return [*others, review.model_copy(update={"value": _request(left)})]
+        return [*others, replaced(review, {"value": _request(left)})]
 
     def raise_review(
         self, calls: Sequence[PendingCall], *, reason: str | None = None, per_call: bool = False

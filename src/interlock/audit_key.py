@@ -43,13 +43,19 @@ class AuditKey:
     source: str
     key_id: str = field(init=False, compare=False)
     """A public fingerprint of the key (stored in every row it signs)."""
+    _keyed: hmac.HMAC = field(init=False, compare=False, repr=False)
+    """The HMAC state after the key: each signature copies it (about a third cheaper than
+    keying a new HMAC per row)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key_id", hashlib.sha256(
             b"interlock-audit-key\x00" + self.secret).hexdigest()[:16])
+        object.__setattr__(self, "_keyed", hmac.new(self.secret, digestmod=hashlib.sha256))
 
     def sign(self, data: bytes) -> str:
-        return hmac.digest(self.secret, data, "sha256").hex()
+        mac = self._keyed.copy()
+        mac.update(data)
+        return mac.hexdigest()
 
     def __repr__(self) -> str:  # never show the secret
         return f"AuditKey(key_id={self.key_id!r}, source={self.source!r})"

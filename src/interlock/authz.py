@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import NotAuthorized
-from .hitl import HITLRequest
+from .hitl import read_request
 from .storage.base import ThreadRecord
 
 ADMIN_ROLE = "admin"
@@ -283,8 +283,7 @@ def facts_of(thread: ThreadRecord) -> ThreadFacts:
         if intr.kind != "review":
             question = True
             continue
-        req = intr.value if isinstance(intr.value, HITLRequest) else \
-            HITLRequest.model_validate(intr.value)
+        req = read_request(intr.value)
         for a, c in zip(req.action_requests, req.review_configs, strict=True):
             calls.append(CallPolicy(a.tool_call_id, a.name,
                                     tuple(c.reviewers) if c.reviewers is not None else None))

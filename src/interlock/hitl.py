@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import inspect
 import json
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
@@ -87,6 +88,33 @@ class HITLRequest(BaseModel):
     def of(cls, value: Any) -> HITLRequest:
         """The request of a review interrupt's ``value`` (stored JSON or already typed)."""
         return value if isinstance(value, cls) else cls.model_validate(value)
+
+
+_READ_KEPT = 512
+_read_cache: dict[int, tuple[Any, HITLRequest]] = {}
+_read_lock = threading.Lock()
+
+
+def read_request(value: Any) -> HITLRequest:
+    """Like :meth:`HITLRequest.of`, for code that only reads the result: the typed request
+    of a stored ``value`` is built once and shared by every reader of that same object (the
+    engine reads a pending request several times per cycle: access rules, notifications,
+    decisions). Never hand the result to a caller, and never change it: a change would show
+    in every later read. A stored value is never changed in place either (a new request is a
+    new object), so a shared result cannot go stale."""
+    if isinstance(value, HITLRequest):
+        return value
+    key = id(value)
+    with _read_lock:
+        hit = _read_cache.get(key)
+    if hit is not None and hit[0] is value:  # the entry holds ``value``: its id is not reused
+        return hit[1]
+    req = HITLRequest.model_validate(value)
+    with _read_lock:
+        if len(_read_cache) >= _READ_KEPT:
+            del _read_cache[next(iter(_read_cache))]
+        _read_cache[key] = (value, req)
+    return req
 
 
 DescriptionFn = Callable[..., str]

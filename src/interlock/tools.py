@@ -218,7 +218,7 @@ class Tool:
             model = self.args_model.model_validate(args)
         except ValidationError as exc:
             raise ArgumentError(self.name, _format_validation_error(exc)) from None
-        return {k: getattr(model, k) for k in type(model).model_fields}
+        return dict(model.__dict__)  # the fields' values (extra keys are forbidden)
 
     async def run(self, args: dict[str, Any], context: ToolContext) -> Any:
         """Validate ``args`` and call the function (sync functions run in a worker thread)."""

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConcurrencyError, ConfigurationError
 from ..interrupts import Interrupt, PathStep
@@ -85,16 +85,23 @@ class RememberedApproval(BaseModel):
     """The decision that created the rule."""
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def omitted_when_none() -> Any:
+    """A field of a :class:`_Record` that is ``None`` by default and left out of the record's
+    JSON while ``None`` (a per-field rule: about half the cost of a serializer that rewrites
+    the whole record)."""
+    return Field(default=None, exclude_if=_is_none)
+
+
 class _Record(BaseModel):
     """A record stored inside a row: unknown keys are ignored (rows written by a newer minor
-    version stay readable) and ``None`` fields are left out of its JSON."""
+    version stay readable) and its optional fields, declared with :func:`omitted_when_none`,
+    are left out of its JSON while ``None``."""
 
     model_config = ConfigDict(extra="ignore")
-
-    @model_serializer(mode="wrap")
-    def _drop_none(self, handler: SerializerFunctionWrapHandler) -> Any:
-        out = handler(self)
-        return {k: v for k, v in out.items() if v is not None} if isinstance(out, dict) else out
 
 
 class MarkRecord(_Record):
@@ -102,24 +109,24 @@ class MarkRecord(_Record):
     ``reject`` or ``auto``."""
 
     kind: Literal["review", "reject", "auto"]
-    allowed_decisions: list[str] | None = None
-    description: str | None = None
-    reviewers: list[str] | None = None
-    expires_after: float | None = None
+    allowed_decisions: list[str] | None = omitted_when_none()
+    description: str | None = omitted_when_none()
+    reviewers: list[str] | None = omitted_when_none()
+    expires_after: float | None = omitted_when_none()
     """Seconds."""
-    on_expire: str | None = None
-    reason: str | None = None
-    message: str | None = None
-    rule: str | None = None
-    by: str | None = None
-    approvals: int | None = None
-    self_approval: bool | None = None
-    escalate_to: list[str] | None = None
-    escalate_after: float | None = None
+    on_expire: str | None = omitted_when_none()
+    reason: str | None = omitted_when_none()
+    message: str | None = omitted_when_none()
+    rule: str | None = omitted_when_none()
+    by: str | None = omitted_when_none()
+    approvals: int | None = omitted_when_none()
+    self_approval: bool | None = omitted_when_none()
+    escalate_to: list[str] | None = omitted_when_none()
+    escalate_after: float | None = omitted_when_none()
     """Seconds."""
-    per_call: bool | None = None
-    edit_notice: str | None = None
-    allow_remember: bool | None = None
+    per_call: bool | None = omitted_when_none()
+    edit_notice: str | None = omitted_when_none()
+    allow_remember: bool | None = omitted_when_none()
 
 
 class HookProgress(_Record):
@@ -138,16 +145,16 @@ class ReviewSettings(_Record):
 
     kind: Literal["review"] = "review"
     allowed_decisions: list[str] = Field(default_factory=list)
-    reviewers: list[str] | None = None
-    expires_after: float | None = None
-    expires_at: datetime | None = None
-    on_expire: str | None = None
-    by: str | None = None
-    reason: str | None = None
+    reviewers: list[str] | None = omitted_when_none()
+    expires_after: float | None = omitted_when_none()
+    expires_at: datetime | None = omitted_when_none()
+    on_expire: str | None = omitted_when_none()
+    by: str | None = omitted_when_none()
+    reason: str | None = omitted_when_none()
     """``outcome_unknown`` for the question raised after a crash; a policy's reason otherwise."""
-    description: str | None = None
-    per_call: bool | None = None
-    edit_notice: str | None = None
+    description: str | None = omitted_when_none()
+    per_call: bool | None = omitted_when_none()
+    edit_notice: str | None = omitted_when_none()
     """``None``: the default note after an edit; ``""``: none; else the note's first sentence."""
 
 
@@ -160,10 +167,10 @@ class DecisionRecord(_Record):
     """The decision that settled a call, as stored in its journal row."""
 
     type: Literal["approve", "edit", "reject", "respond"]
-    message: str | None = None
-    remember: Literal["thread"] | None = None
-    edited_action: EditedCall | None = None
-    tool_call_id: str | None = None
+    message: str | None = omitted_when_none()
+    remember: Literal["thread"] | None = omitted_when_none()
+    edited_action: EditedCall | None = omitted_when_none()
+    tool_call_id: str | None = omitted_when_none()
 
 
 class ParentLink(_Record):
@@ -175,7 +182,7 @@ class ParentLink(_Record):
     tool_call_id: str
     tool_name: str
     agent: str
-    above: list[PathStep] | None = None
+    above: list[PathStep] | None = omitted_when_none()
     """The sub-agent calls from the top-most thread down to ``thread_id`` (``None`` when
     ``thread_id`` is the top-most thread, or in rows stored before it was recorded)."""
 

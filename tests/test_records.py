@@ -1,0 +1,115 @@
+"""The engine's record helpers: copies with fields replaced, the stored JSON of records, the
+shared read of a pending request and the audit key's signature."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interlock._models import replaced
+from interlock.audit_key import AuditKey
+from interlock.hitl import ActionRequest, HITLRequest, ReviewConfig, read_request
+from interlock.interrupts import Interrupt
+from interlock.storage.base import (
+    CallState,
+    DecisionRecord,
+    HookProgress,
+    JournalEntry,
+    MarkRecord,
+    ReviewSettings,
+    ThreadRecord,
+    journal_json,
+    thread_json,
+)
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def _thread() -> ThreadRecord:
+    return ThreadRecord(thread_id="t1", created_at=NOW, updated_at=NOW, version=3,
+                        hooks=HookProgress(index=1), preview="hello")
+
+
+thread_changes = st.fixed_dictionaries({}, optional={
+    "status": st.sampled_from(["idle", "running", "interrupted", "completed", "failed"]),
+    "version": st.integers(0, 10**6),
+    "message_count": st.integers(0, 1000),
+    "turn": st.none() | st.integers(0, 1000),
+    "preview": st.text(max_size=30),
+    "lease_owner": st.none() | st.text(min_size=1, max_size=10),
+    "deciders": st.lists(st.text(min_size=1, max_size=5), max_size=3),
+    "hooks": st.none() | st.builds(HookProgress, index=st.integers(0, 5)),
+})
+
+
+@settings(max_examples=200, deadline=None)
+@given(thread_changes)
+def test_replaced_is_the_same_copy_as_model_copy(changes: dict[str, object]) -> None:
+    t = _thread()
+    ours, theirs = replaced(t, changes), t.model_copy(update=changes)
+    assert ours == theirs
+    assert ours.model_fields_set == theirs.model_fields_set
+    assert thread_json(ours) == thread_json(theirs)
+    assert ours is not t and ours.__dict__ is not t.__dict__
+    assert t == _thread()  # the original is unchanged
+
+
+def test_replaced_refuses_a_name_that_is_not_a_field() -> None:
+    t = _thread()
+    with pytest.raises(TypeError, match=r"ThreadRecord has no field.*statuss"):
+        replaced(t, {"statuss": "running"})
+    assert t == _thread()
+
+
+def test_stored_records_leave_out_none_fields_and_read_back_the_same() -> None:
+    e = JournalEntry(
+        tool_call_id="c1", turn=1, position=0, name="write_file", args={"path": None},
+        state=CallState.PENDING_REVIEW, updated_at=NOW,
+        review=ReviewSettings(allowed_decisions=["approve"], on_expire="reject"),
+        decision=DecisionRecord(type="reject", message="no"))
+    row = json.loads(journal_json(e))
+    assert row["review"] == {"allowed_decisions": ["approve"], "on_expire": "reject"}
+    assert row["decision"] == {"type": "reject", "message": "no"}
+    assert row["args"] == {"path": None}  # a tool's argument is data: its None stays
+    assert JournalEntry.model_validate_json(journal_json(e)) == e
+    mark = MarkRecord(kind="review", reviewers=["dba"])
+    assert mark.model_dump() == {"kind": "review", "reviewers": ["dba"]}
+    assert json.loads(mark.model_dump_json()) == {"kind": "review", "reviewers": ["dba"]}
+
+
+def _request_value() -> dict[str, object]:
+    return HITLRequest(
+        action_requests=[ActionRequest(tool_call_id="c1", name="t", args={"a": 1}, description="d")],
+        review_configs=[ReviewConfig(action_name="t", allowed_decisions=["approve"])],
+    ).to_json()
+
+
+def test_read_request_is_built_once_per_stored_value() -> None:
+    value = _request_value()
+    first = read_request(value)
+    assert read_request(value) is first
+    assert first == HITLRequest.model_validate(value)
+    equal_but_new = _request_value()
+    assert read_request(equal_but_new) is not first
+    assert read_request(equal_but_new) == first
+    typed = HITLRequest.model_validate(value)
+    assert read_request(typed) is typed
+
+
+def test_read_request_of_a_value_that_is_no_request_raises() -> None:
+    intr = Interrupt(id="i1", kind="review", value={"action_requests": "x"}, created_at=NOW)
+    with pytest.raises(ValueError):
+        read_request(intr.value)
+
+
+def test_the_audit_key_signs_with_hmac_sha256() -> None:
+    key = AuditKey(b"k" * 32, "test")
+    for data in (b"", b"row", "é".encode() * 1000):
+        assert key.sign(data) == hmac.new(b"k" * 32, data, hashlib.sha256).hexdigest()
+    assert "kkkk" not in repr(key)
