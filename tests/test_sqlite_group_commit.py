@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from interlock import SqliteCheckpointer
+from interlock.errors import StorageError
 from interlock.storage.base import VersionConflict
 from test_storage_conformance import append, create, run
 
@@ -97,3 +98,71 @@ def test_blocking_callers_in_threads_share_the_store(tmp_path: Path, n: int) -> 
         snap = run(store.load(f"t{i}"))
         assert snap is not None and snap.thread.version == 1 + n
     run(store.close())
+
+
+def test_changes_queued_while_a_batch_is_written_need_no_job_of_their_own(
+        tmp_path: Path) -> None:
+    """The worker thread stores queued changes until none is left: 60 changes made at once
+    cost a few jobs of the worker (one per idle period), not one job each."""
+    store = SqliteCheckpointer(tmp_path / "g.db")
+    recs = [run(create(store, f"t{i}")) for i in range(60)]
+    submit = store._executor.submit
+    jobs: list[object] = []
+
+    def counted(fn: object, *args: object) -> object:  # white box: count the worker's jobs
+        jobs.append(fn)
+        return submit(fn, *args)  # type: ignore[arg-type]
+
+    store._executor.submit = counted  # type: ignore[method-assign]
+
+    async def go() -> None:
+        async def one(i: int) -> None:
+            rec = recs[i]
+            for _ in range(3):
+                rec = await append(store, rec)
+
+        await asyncio.gather(*(one(i) for i in range(60)))
+
+    run(go())
+    commits = [j for j in jobs if getattr(j, "__name__", "") == "_drain"]
+    assert 1 <= len(commits) < 60, len(commits)
+    for i in range(60):
+        snap = run(store.load(f"t{i}"))
+        assert snap is not None and snap.thread.version == 4
+    run(store.close())
+
+
+def test_a_cancelled_commit_is_stored_whole_or_not_at_all_and_the_store_goes_on(
+        tmp_path: Path) -> None:
+    store = SqliteCheckpointer(tmp_path / "g.db")
+    recs = [run(create(store, f"t{i}")) for i in range(20)]
+
+    async def go() -> None:
+        tasks = [asyncio.ensure_future(append(store, r)) for r in recs]
+        await asyncio.sleep(0)
+        for t in tasks[::2]:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    run(go())
+    for i in range(20):
+        snap = run(store.load(f"t{i}"))
+        assert snap is not None and snap.thread.version in (1, 2)
+        if i % 2:
+            assert snap.thread.version == 2
+    # later commits are stored as usual (no drain left stuck by the cancellations)
+    for i in range(20):
+        snap = run(store.load(f"t{i}"))
+        assert snap is not None
+        run(asyncio.wait_for(append(store, snap.thread), 10))
+        again = run(store.load(f"t{i}"))
+        assert again is not None and again.thread.version == snap.thread.version + 1
+    run(store.close())
+
+
+def test_a_commit_to_a_closed_store_fails_at_once(tmp_path: Path) -> None:
+    store = SqliteCheckpointer(tmp_path / "g.db")
+    rec = run(create(store, "t0"))
+    run(store.close())
+    with pytest.raises(StorageError, match="closed"):
+        run(asyncio.wait_for(append(store, rec), 10))

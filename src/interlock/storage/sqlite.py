@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -16,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from .._offload import offload
+from .._offload import BLOCKING_CALLER, offload
 from ..authz import read_keys
 from ..errors import StorageError
 from ..messages import message_to_json, messages_from_json
@@ -355,14 +357,35 @@ def _query(conn: sqlite3.Connection, what: str, *, status: str | None, search: s
 
 
 class _Write:
-    """One change waiting to be stored by a group commit, and its outcome."""
+    """One change waiting to be stored by a group commit, and its outcome. A change made on
+    an event loop also has the future its caller awaits, set on that loop once it is done."""
 
-    __slots__ = ("done", "error", "fn")
+    __slots__ = ("done", "error", "fn", "future", "loop")
 
     def __init__(self, fn: Callable[[sqlite3.Connection], None]) -> None:
         self.fn = fn
         self.done = False
         self.error: BaseException | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.future: asyncio.Future[None] | None = None
+
+
+def _settle(items: list[_Write]) -> None:
+    for item in items:
+        if item.future is not None and not item.future.done():
+            item.future.set_result(None)
+
+
+def _tell(batch: list[_Write]) -> None:
+    """Wake the callers of a stored batch: one call into each event loop that waits, not one
+    per change (on a virtual machine a wake-up can cost more than the change's statements)."""
+    waiting: dict[asyncio.AbstractEventLoop, list[_Write]] = {}
+    for item in batch:
+        if item.loop is not None:
+            waiting.setdefault(item.loop, []).append(item)
+    for loop, items in waiting.items():
+        with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_settle, items)
 
 
 class SqliteCheckpointer:
@@ -392,6 +415,8 @@ class SqliteCheckpointer:
         self._queue: list[_Write] = []
         """Changes waiting for the next group commit (see ``_flush``)."""
         self._queue_lock = threading.Lock()
+        self._draining = False
+        """A job of the worker thread stores queued changes until none is left (``_drain``)."""
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({self.path!r}, synchronous={self.synchronous})"
@@ -612,15 +637,40 @@ class SqliteCheckpointer:
                 )
 
         slot = _Write(w)
-        with self._queue_lock:
-            self._queue.append(slot)
-        try:
-            await self._run(lambda conn: self._flush(conn, slot))
-        except BaseException:
-            with self._queue_lock:  # not taken by a flush yet: it will not be stored later
-                if slot in self._queue:
-                    self._queue.remove(slot)
-            raise
+        loop = asyncio.get_running_loop()
+        if BLOCKING_CALLER.get() is loop:  # a blocking call: stored in the caller's thread
+            with self._queue_lock:
+                self._queue.append(slot)
+            try:
+                self._with_conn(lambda conn: self._flush(conn, slot))
+            except BaseException:
+                with self._queue_lock:  # not taken by a flush: it will not be stored later
+                    if slot in self._queue:
+                        self._queue.remove(slot)
+                raise
+        else:
+            # stored by the worker thread's drain; one job stores every change queued while it
+            # runs, so many runs committing at once share its transactions and its wake-ups
+            slot.loop, slot.future = loop, loop.create_future()
+            with self._queue_lock:
+                self._queue.append(slot)
+                start, self._draining = not self._draining, True
+            if start:
+                try:
+                    self._executor.submit(self._drain)
+                except RuntimeError:  # the executor is shut down: the store was closed
+                    with self._queue_lock:
+                        self._draining = False
+                        if slot in self._queue:
+                            self._queue.remove(slot)
+                    raise StorageError(f"SqliteCheckpointer({self.path!r}) is closed.") from None
+            try:
+                await slot.future
+            except BaseException:
+                with self._queue_lock:  # not taken by a flush yet: it will not be stored later
+                    if slot in self._queue:
+                        self._queue.remove(slot)
+                raise
         if slot.error is not None:
             if isinstance(slot.error, sqlite3.Error):
                 raise self._error(slot.error) from slot.error
@@ -658,6 +708,28 @@ class SqliteCheckpointer:
             return
         with self._queue_lock:
             batch, self._queue = self._queue, []
+        self._store(conn, batch)
+
+    def _drain(self) -> None:
+        """The worker thread's job: group commits until the queue is empty. Changes queued
+        while a transaction is written go into the next one, without a job of their own."""
+        while True:
+            with self._queue_lock:
+                batch, self._queue = self._queue, []
+                if not batch:
+                    self._draining = False
+                    return
+            try:
+                self._with_conn(functools.partial(self._store, batch=batch))
+            except BaseException as exc:  # the connection could not be had (e.g. closed)
+                for item in batch:
+                    if not item.done:
+                        item.error = exc
+                        item.done = True
+                _tell(batch)
+
+    def _store(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
+        """Store ``batch`` in one transaction (see :meth:`_flush`) and tell its callers."""
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -684,6 +756,7 @@ class SqliteCheckpointer:
         finally:
             for item in batch:
                 item.done = True
+            _tell(batch)
 
     async def changes(self, *, after: ChangeCursor | None, limit: int = 500) -> ChangePage:
         def q(conn: sqlite3.Connection) -> ChangePage:
