@@ -487,6 +487,46 @@ def test_a_thousand_pending_requests_stay_fast(browser: Browser, tmp_path: Path)
         server.stop()
 
 
+def test_times_and_counts_drawn_without_intl_read_as_intl_writes_them(page: Page,
+                                                                      live: LiveServer) -> None:
+    # the first draw words relative times and groups counts itself (Intl's first use costs a
+    # slow machine tens of ms): the same text as Intl's, and the tooltips come once Intl is
+    # loaded (the first pointer move, key or touch, or 2 s)
+    Api(live.url).start("sql SELECT 1 AS tooltip", "tooltip-1")
+    page.goto(f"{live.url}/")
+    row = page.locator('.row[data-thread-id="tooltip-1"]')
+    expect(row).to_be_visible()
+    differ = page.evaluate("""async () => {
+      const dom = await import(new URL("static/dom.js", document.baseURI).toString());
+      const intl = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
+      const out = [];
+      for (const unit of ["year", "month", "day", "hour", "minute", "second"]) {
+        for (const v of [-12345, -1000, -59, -12, -2, -1, 0, 1, 2, 10, 45, 1001, 2500000]) {
+          if (dom.relative(v, unit, true) !== intl.format(v, unit)) {
+            out.push([v, unit, dom.relative(v, unit, true), intl.format(v, unit)]);
+          }
+        }
+      }
+      for (const n of [0, 7, 999, 1000, 12345, 999999, 1000000, 123456789, -4321]) {
+        if (dom.count(n) !== n.toLocaleString("en-US")) out.push([n, dom.count(n)]);
+      }
+      return out;
+    }""")
+    assert differ == []
+    when = row.locator("time")
+    page.mouse.move(5, 5)
+    expect(when).to_have_attribute("title", page.evaluate(
+        "iso => new Date(iso).toLocaleString()", when.get_attribute("datetime")))
+    # a detail opened after: its time has its tooltip at once, and a decision still works
+    row.click()
+    head = page.locator(".detail-head time")
+    expect(head).to_have_attribute("title", page.evaluate(
+        "iso => new Date(iso).toLocaleString()", head.get_attribute("datetime")))
+    card(page, "execute_sql").get_by_role("button", name="Approve", exact=True).click()
+    confirm(card(page, "execute_sql"))
+    expect_completed(page)
+
+
 # -- the arguments form, on a schema with every supported kind of field --------------------------
 
 

@@ -12,7 +12,7 @@
 //
 // Every element built here holds text nodes only (never HTML).
 
-import { h } from "./dom.js";
+import { count, h } from "./dom.js";
 
 const OPEN = "⟨";
 const CLOSE = "⟩";
@@ -49,11 +49,12 @@ export const KIND_LABELS = {
   "escape-mark": ["escape mark", "escape marks"],
 };
 
-function fmt(n) {
-  return n.toLocaleString("en-US");
-}
+const fmt = count;  // en-US grouping, without Intl
+
+const SURROGATE = /[\uD800-\uDFFF]/;
 
 function cpLen(text) {
+  if (!SURROGATE.test(text)) return text.length;  // no pair: one code point per unit
   let n = 0;
   for (const _ of text) n++;  // code points, as Python counts
   return n;
@@ -163,7 +164,9 @@ export const SCRIPTS = (
   + "Nyiakeng_Puachue_Hmong Wancho Chorasmian Dives_Akuru Khitan_Small_Script Yezidi"
 ).split(" ");
 
-const SCRIPT_OF = new RegExp(SCRIPTS.map((s) => `(?<${s}>\\p{Script=${s}})`).join("|"), "u");
+// built at the first non-ASCII letter (parsing its 160 Unicode script classes takes a slow
+// machine ~20 ms, which a page of ASCII text need not pay before its first draw)
+let scriptOf_ = null;
 const scriptCache = new Map();
 
 const ALLOWED_MIXES = [
@@ -175,7 +178,9 @@ const ALLOWED_MIXES = [
 export function scriptOf(ch) {
   if (ch.codePointAt(0) < 0x80) return /[A-Za-z]/.test(ch) ? "Latin" : null;
   if (scriptCache.has(ch)) return scriptCache.get(ch);
-  const m = SCRIPT_OF.exec(ch);
+  scriptOf_ = scriptOf_
+    || new RegExp(SCRIPTS.map((s) => `(?<${s}>\\p{Script=${s}})`).join("|"), "u");
+  const m = scriptOf_.exec(ch);
   let found = null;
   if (m && m.index === 0) {
     for (const [name, value] of Object.entries(m.groups)) {

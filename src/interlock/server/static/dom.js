@@ -49,16 +49,48 @@ export function oneLine(value) {
 const UNITS = [
   ["year", 31536000], ["month", 2592000], ["day", 86400], ["hour", 3600], ["minute", 60],
 ];
-const RTF = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+
+// The first use of Intl in a page loads ICU's locale data: 30-80 ms of the main thread on a
+// slow 2-core machine, at every page load. The list's first draw does without it: counts are
+// grouped as en-US groups them, and in an English browser relative times are worded here as
+// Intl.RelativeTimeFormat("en", { numeric: "auto" }) words them (a browser test compares the
+// two). Absolute times (a time's tooltip) and other languages use Intl, which warmIntl() starts
+// once the first rows are on screen.
+let rtf = null;
+let intlWarm = false;
+const ENGLISH = /^en(-US)?$/i.test(globalThis.navigator?.language || "");
+const NEXT = { year: "next year", month: "next month", day: "tomorrow" };
+const LAST = { year: "last year", month: "last month", day: "yesterday" };
+
+/** A whole number as en-US writes it (1,234,567), without Intl. */
+export function count(n) {
+  if (!Number.isInteger(n)) return n.toLocaleString("en-US");
+  const digits = String(Math.abs(n)).replace(/\B(?=(\d{3})+$)/g, ",");
+  return n < 0 ? `-${digits}` : digits;
+}
+
+/** `value` `unit`s from now, as Intl.RelativeTimeFormat(numeric: "auto") writes it. */
+export function relative(value, unit, english = ENGLISH) {
+  if (!english) {
+    rtf = rtf || new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+    return rtf.format(value, unit);
+  }
+  if (value === 1 && NEXT[unit]) return NEXT[unit];
+  if (value === -1 && LAST[unit]) return LAST[unit];
+  if (value === 0) return { second: "now", day: "today" }[unit] || `this ${unit}`;
+  const n = Math.abs(value);
+  const what = `${count(n)} ${unit}${n === 1 ? "" : "s"}`;
+  return value < 0 ? `${what} ago` : `in ${what}`;
+}
 
 export function relTime(iso) {
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return "";
   const secs = (t - Date.now()) / 1000;
   for (const [unit, size] of UNITS) {
-    if (Math.abs(secs) >= size) return RTF.format(Math.round(secs / size), unit);
+    if (Math.abs(secs) >= size) return relative(Math.round(secs / size), unit);
   }
-  return Math.abs(secs) < 10 ? "just now" : RTF.format(Math.round(secs), "second");
+  return Math.abs(secs) < 10 ? "just now" : relative(Math.round(secs), "second");
 }
 
 export function absTime(iso) {
@@ -66,8 +98,20 @@ export function absTime(iso) {
   return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
 }
 
+/** A <time> with its relative text; its title (the absolute time, Intl's work) is given at
+ * once when Intl is warm, else by warmIntl(). */
 export function timeEl(iso) {
-  return h("time", { datetime: iso, title: absTime(iso) }, relTime(iso));
+  return h("time", { datetime: iso, title: intlWarm ? absTime(iso) : undefined }, relTime(iso));
+}
+
+/** Load Intl's data (when the main thread is idle after the first draw) and give every
+ * <time> its tooltip. */
+export function warmIntl() {
+  if (intlWarm) return;
+  intlWarm = true;
+  for (const el of document.querySelectorAll("time[datetime]:not([title])")) {
+    el.title = absTime(el.getAttribute("datetime"));
+  }
 }
 
 /** A button whose label is followed by its keyboard shortcut (``<kbd>``); the accessible name

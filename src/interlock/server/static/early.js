@@ -12,7 +12,7 @@
   const headers = { Accept: "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
   const sent = {};
-  for (const path of ["api/me", "api/threads?limit=100&status=interrupted",
+  for (const path of ["api/me", "api/threads?limit=40&status=interrupted",
     "api/threads?limit=1&count=true&status=interrupted"]) {
     const response = fetch(new URL(path, document.baseURI).toString(),
       { headers, cache: "no-store" });
