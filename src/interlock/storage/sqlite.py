@@ -436,6 +436,12 @@ class SqliteCheckpointer:
             _set_wal(conn, self.busy_timeout)
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
+            # Statement journals in memory: the search index's update inside a commit spills
+            # its statement journal past SQLite's 64 KiB threshold, which otherwise creates,
+            # writes and deletes a temporary file twice per cycle (about 45 writes each). Every
+            # query here reads an index in order or keeps a LIMIT, so no temporary object grows
+            # with the number of threads.
+            conn.execute("PRAGMA temp_store=MEMORY")
             self._migrate(conn)
             self._conn = conn
         return self._conn
