@@ -11,7 +11,7 @@ import pytest
 
 from interlock import SqliteCheckpointer
 from interlock.errors import StorageError
-from interlock.storage.base import VersionConflict
+from interlock.storage.base import ThreadRecord, VersionConflict
 from test_storage_conformance import append, create, run
 
 
@@ -166,3 +166,46 @@ def test_a_commit_to_a_closed_store_fails_at_once(tmp_path: Path) -> None:
     run(store.close())
     with pytest.raises(StorageError, match="closed"):
         run(asyncio.wait_for(append(store, rec), 10))
+
+
+def test_a_blocking_callers_commit_returns_only_once_it_is_stored(tmp_path: Path) -> None:
+    """Blocking callers store their changes in their own threads while the worker thread
+    stores the async callers' changes: a blocking commit that returns is stored (the next
+    load sees it), whichever of them took it from the queue."""
+    import threading
+
+    from interlock._sync import run_blocking
+
+    store = SqliteCheckpointer(tmp_path / "g.db")
+    blocking_recs = [run(create(store, f"b{i}")) for i in range(4)]
+    async_recs = [run(create(store, f"a{i}")) for i in range(8)]
+    errors: list[BaseException] = []
+
+    def blocking(i: int) -> None:
+        try:
+            rec = blocking_recs[i]
+            for _ in range(40):
+                rec = run_blocking(append(store, rec), "test")
+                snap = run_blocking(store.load(rec.thread_id), "test")
+                assert snap is not None and snap.thread.version == rec.version
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    async def async_side() -> None:
+        async def one(rec: ThreadRecord) -> None:
+            for _ in range(40):
+                rec = await append(store, rec)
+
+        await asyncio.gather(*(one(r) for r in async_recs))
+
+    threads = [threading.Thread(target=blocking, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    run(async_side())
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    for i in range(4):
+        snap = run(store.load(f"b{i}"))
+        assert snap is not None and snap.thread.version == 41
+    run(store.close())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -720,18 +719,29 @@ class SqliteCheckpointer:
         """The worker thread's job: group commits until the queue is empty. Changes queued
         while a transaction is written go into the next one, without a job of their own."""
         while True:
-            with self._queue_lock:
-                batch, self._queue = self._queue, []
-                if not batch:
-                    self._draining = False
-                    return
-            try:
-                self._with_conn(functools.partial(self._store, batch=batch))
-            except BaseException as exc:  # the connection could not be had (e.g. closed)
+            # The batch is taken under the connection's lock, as ``_flush`` takes it: a change
+            # that a flush has taken is stored (done) before any other flush can look at it, so
+            # a blocking caller never returns while its change is still on its way.
+            with self._lock:
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                    if not batch:
+                        self._draining = False
+                        return
+                error: BaseException
+                try:
+                    conn = self._connect()
+                except sqlite3.Error as exc:  # the file could not be opened
+                    error = self._error(exc)
+                    error.__cause__ = exc
+                except BaseException as exc:  # e.g. the store was closed
+                    error = exc
+                else:
+                    self._store(conn, batch)
+                    continue
                 for item in batch:
-                    if not item.done:
-                        item.error = exc
-                        item.done = True
+                    item.error = error
+                    item.done = True
                 _tell(batch)
 
     def _store(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
