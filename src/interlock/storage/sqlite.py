@@ -649,9 +649,7 @@ class SqliteCheckpointer:
             try:
                 self._with_conn(lambda conn: self._flush(conn, slot))
             except BaseException:
-                with self._queue_lock:  # not taken by a flush: it will not be stored later
-                    if slot in self._queue:
-                        self._queue.remove(slot)
+                self._unqueue(slot)
                 raise
         else:
             # stored by the worker thread's drain; one job stores every change queued while it
@@ -666,15 +664,12 @@ class SqliteCheckpointer:
                 except RuntimeError:  # the executor is shut down: the store was closed
                     with self._queue_lock:
                         self._draining = False
-                        if slot in self._queue:
-                            self._queue.remove(slot)
+                    self._unqueue(slot)
                     raise StorageError(f"SqliteCheckpointer({self.path!r}) is closed.") from None
             try:
                 await slot.future
             except BaseException:
-                with self._queue_lock:  # not taken by a flush yet: it will not be stored later
-                    if slot in self._queue:
-                        self._queue.remove(slot)
+                self._unqueue(slot)
                 raise
         if slot.error is not None:
             if isinstance(slot.error, sqlite3.Error):
@@ -714,6 +709,13 @@ class SqliteCheckpointer:
         with self._queue_lock:
             batch, self._queue = self._queue, []
         self._store(conn, batch)
+
+    def _unqueue(self, slot: _Write) -> None:
+        """Take back a change whose caller gave up: one no flush has taken yet is never
+        stored; one already taken is stored whole."""
+        with self._queue_lock:
+            if slot in self._queue:
+                self._queue.remove(slot)
 
     def _drain(self) -> None:
         """The worker thread's job: group commits until the queue is empty. Changes queued
