@@ -22,6 +22,15 @@ def drop_schema(dsn: str, schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+def analyze_schema(dsn: str, schema: str) -> None:
+    """``ANALYZE`` every table of ``schema``: the planner's statistics after a bulk fill, as
+    autovacuum would have gathered them by then in a running system (it may be off on a test
+    server: without statistics the planner guesses, and a text search reads far more rows)."""
+    with connect(dsn) as conn:
+        conn.execute(f'SET search_path = "{schema}"')
+        conn.execute("ANALYZE")
+
+
 def schema_bytes(dsn: str, schema: str) -> int:
     """``pg_total_relation_size`` (heap + indexes + TOAST) summed over the schema's tables."""
     with connect(dsn) as conn:

@@ -13,7 +13,9 @@ storage Protocol), starts ``interlock serve`` in its own process and measures
 * CPU of the idle server (no client, no deadlines) over 10 s, and again right after a burst of
   ``--burst`` changes written by another process.
 
-Prints a table; writes ``bench/results/scale.json``.
+On Postgres the tables are ``ANALYZE``d after the fill, as autovacuum would have done by then
+in a running system (``scale_inbox.py`` does the same). Prints a table; writes
+``bench/results/scale.json``.
 """
 
 from __future__ import annotations
@@ -206,6 +208,8 @@ def measure(backend: str, pending: int, args: argparse.Namespace, workdir: Path,
     asyncio.run(fill(store, pending, template))
     fill_s = time.perf_counter() - t0
     asyncio.run(store.close())
+    if backend == "postgres" and pending:
+        pg_util.analyze_schema(args.pg_dsn, SCHEMA)
     proc, base, startup = serve(url)
     out: dict[str, Any] = {"pending": pending, "fill_s": fill_s, "startup_s": startup}
     try:

@@ -52,6 +52,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import httpx  # noqa: E402
+import pg_util  # noqa: E402
 from scale import (  # noqa: E402
     DEFAULT_DSN,
     SCHEMA,
@@ -214,14 +215,6 @@ def browser(base: str, samples: int) -> dict[str, Any]:
     }
 
 
-def analyze(dsn: str) -> None:
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"SET search_path = {SCHEMA}")
-        conn.execute("ANALYZE")
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="1000,10000,100000")
@@ -254,7 +247,7 @@ def main() -> int:
                 asyncio.run(store.close())
                 done = size
                 if backend == "postgres":
-                    analyze(args.pg_dsn)
+                    pg_util.analyze_schema(args.pg_dsn, SCHEMA)
                 proc, base, _ = serve(url, ["--tokens", str(tokens), "--expiry-interval", "0"])
                 load = os.getloadavg()[0]
                 try:
