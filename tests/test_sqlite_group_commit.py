@@ -5,11 +5,13 @@ acknowledged before it is durable."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 
 from interlock import SqliteCheckpointer
+from interlock._sync import run_blocking
 from interlock.errors import StorageError
 from interlock.storage.base import ThreadRecord, VersionConflict
 from test_storage_conformance import append, create, run
@@ -172,10 +174,6 @@ def test_a_blocking_callers_commit_returns_only_once_it_is_stored(tmp_path: Path
     """Blocking callers store their changes in their own threads while the worker thread
     stores the async callers' changes: a blocking commit that returns is stored (the next
     load sees it), whichever of them took it from the queue."""
-    import threading
-
-    from interlock._sync import run_blocking
-
     store = SqliteCheckpointer(tmp_path / "g.db")
     blocking_recs = [run(create(store, f"b{i}")) for i in range(4)]
     async_recs = [run(create(store, f"a{i}")) for i in range(8)]
