@@ -1,5 +1,6 @@
 """Property test (acceptance 3): random decisions thrown at a paused thread either apply in
-full or raise InvalidDecision and leave the stored thread byte-for-byte unchanged."""
+full or raise InvalidDecision (InvalidText for text no store can hold: a NUL character or a
+lone surrogate) and leave the stored thread byte-for-byte unchanged."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from interlock import CallState, InvalidDecision, SqliteCheckpointer
+from interlock import CallState, InvalidDecision, InvalidText, SqliteCheckpointer
 from seed_agent import DELETE_QUERY, call, make_agent
 from test_decision_errors import dump_thread
 from transcript import assert_valid_transcript
@@ -92,6 +93,9 @@ _counter = itertools.count()
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=decisions)
+@example(raw=[{"type": "edit", "edited_action": {"name": "execute_sql",
+                                                  "args": {"query": "\x00"}}}])
+@example(raw={"w1": {"type": "reject", "message": "\ud800"}})
 def test_random_decisions_apply_fully_or_change_nothing(tmp_path: Path, raw: Any) -> None:
     db = tmp_path / "prop.db"
     agent, tools, _ = make_agent([TURN, "done"], SqliteCheckpointer(db))
@@ -101,7 +105,7 @@ def test_random_decisions_apply_fully_or_change_nothing(tmp_path: Path, raw: Any
         before = dump_thread(db, tid)
         try:
             result = agent.resume(tid, raw)
-        except InvalidDecision:
+        except (InvalidDecision, InvalidText):
             event("invalid: nothing stored")
             assert dump_thread(db, tid) == before
             assert tools.counts == {}
