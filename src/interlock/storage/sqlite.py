@@ -150,6 +150,14 @@ MIGRATIONS: list[str] = [
         ON interlock_threads (status, updated_at, thread_id, search, parent_id);
     DROP INDEX IF EXISTS interlock_threads_search;
     """,
+    # 7: the trigram index is brought up to date after the commits, not inside each of them
+    # (see ``_reindex``): ``indexed`` is the text the index holds for the row (NULL: none), and
+    # the rows whose text differs from it are found through a partial index. The triggers of
+    # migration 5 that indexed every change give way to one that removes a deleted row's text
+    # (``_defer_search``).
+    """
+    ALTER TABLE interlock_threads ADD COLUMN indexed TEXT;
+    """,
 ]
 
 SEARCH_INDEX = [
@@ -239,8 +247,78 @@ def _index_search(conn: sqlite3.Connection) -> None:
              for k in read_keys(ThreadRecord.model_validate_json(data))])
 
 
+def _has_search_index(conn: sqlite3.Connection) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name='interlock_search'").fetchone() is not None
+
+
+def _defer_search(conn: sqlite3.Connection) -> None:
+    """Migration 7: the index holds every row's text as it is now (migration 5's triggers
+    kept it in step); from here on ``_reindex`` keeps it so. Without FTS5 there is no index,
+    and nothing to keep."""
+    if not _has_search_index(conn):
+        return
+    conn.execute("UPDATE interlock_threads SET indexed = search")
+    for stmt in DEFERRED_SEARCH_INDEX:
+        conn.execute(stmt)
+
+
+DEFERRED_SEARCH_INDEX = [
+    "DROP TRIGGER IF EXISTS interlock_search_insert",
+    "DROP TRIGGER IF EXISTS interlock_search_update",
+    "DROP TRIGGER IF EXISTS interlock_search_delete",
+    "CREATE TRIGGER interlock_search_delete AFTER DELETE ON interlock_threads "
+    "WHEN old.indexed IS NOT NULL BEGIN "
+    "INSERT INTO interlock_search (interlock_search, rowid, search) "
+    "VALUES ('delete', old.search_id, old.indexed); END",
+    "CREATE INDEX IF NOT EXISTS interlock_threads_unindexed ON interlock_threads (search_id) "
+    "WHERE indexed IS NOT search",
+]
+"""Migration 7's layout of the trigram index: the rows it does not hold as they are now are
+read through the partial index ``interlock_threads_unindexed``."""
+
+UNINDEXED = ("SELECT search_id, indexed, search FROM interlock_threads "
+             "WHERE indexed IS NOT search LIMIT ?")
+UNINDEXED_IDS = "SELECT search_id FROM interlock_threads WHERE indexed IS NOT search LIMIT ?"
+INDEX_DELETE = ("INSERT INTO interlock_search (interlock_search, rowid, search) "
+                "VALUES ('delete', ?, ?)")
+INDEX_INSERT = "INSERT INTO interlock_search (rowid, search) VALUES (?, ?)"
+INDEX_MARK = "UPDATE interlock_threads SET indexed = ? WHERE search_id = ?"
+
+REINDEX_EVERY = 1.0
+"""Seconds between two passes of ``_reindex`` while changes are being stored: a thread whose
+text changes at every commit (the preview follows the latest message) is indexed once per
+pass instead of at each change, and searches read the few rows changed since from the partial
+index."""
+
+REINDEX_ROWS = 500
+"""Rows one pass of ``_reindex`` brings up to date in one transaction (a few tens of ms): a
+burst of changes is worked off in several passes, between which other writes go on."""
+
+
+def _reindex(conn: sqlite3.Connection, limit: int = REINDEX_ROWS) -> int:
+    """Bring up to ``limit`` rows of the trigram index up to date with their thread rows, in
+    one write transaction: the text the index holds for the row is removed and its current
+    text added. Returns how many rows remain to do (at least one more when ``limit`` were
+    done). Searches are exact either way: they also read the rows not yet done."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        rows = conn.execute(UNINDEXED, (limit + 1,)).fetchall()
+        for search_id, indexed, search in rows[:limit]:
+            if indexed is not None:
+                conn.execute(INDEX_DELETE, (search_id, indexed))
+            conn.execute(INDEX_INSERT, (search_id, search))
+        conn.executemany(INDEX_MARK, [(search, search_id) for search_id, _, search
+                                      in rows[:limit]])
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+    return len(rows) - min(len(rows), limit)
+
+
 BACKFILL: dict[int, Callable[[sqlite3.Connection], None]] = {
-    2: _backfill_deadlines, 4: _backfill_search, 5: _index_search}
+    2: _backfill_deadlines, 4: _backfill_search, 5: _index_search, 7: _defer_search}
 """Python steps run right after the SQL of the migration that produces that version."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -257,12 +335,19 @@ def _candidates(conn: sqlite3.Connection, needle: str) -> str | None:
     trigram index, as a JSON array; None when the index cannot answer (a needle shorter than
     a trigram, no index) or finds :data:`FTS_CANDIDATES` or more (then reading in listing
     order finds a page sooner)."""
-    if len(needle) < 3 or conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name='interlock_search'").fetchone() is None:
+    if len(needle) < 3 or not _has_search_index(conn):
         return None
     rows = conn.execute("SELECT rowid FROM interlock_search WHERE interlock_search MATCH ? "
                         "LIMIT ?", (_phrase(needle), FTS_CANDIDATES)).fetchall()
-    return None if len(rows) >= FTS_CANDIDATES else json.dumps([r[0] for r in rows])
+    if len(rows) >= FTS_CANDIDATES:
+        return None
+    # the rows whose text changed since the index last took them (``_reindex``) are candidates
+    # too; every candidate is checked against the row's text, so one the index holds with an
+    # older text is found only if its text now holds the needle
+    pending = conn.execute(UNINDEXED_IDS, (FTS_CANDIDATES - len(rows),)).fetchall()
+    if len(rows) + len(pending) >= FTS_CANDIDATES:
+        return None
+    return json.dumps(sorted({r[0] for r in rows} | {r[0] for r in pending}))
 
 
 def _cursor(where: list[str], params: list[object], alias: str, before: datetime | None,
@@ -416,6 +501,19 @@ class SqliteCheckpointer:
         self._queue_lock = threading.Lock()
         self._draining = False
         """A job of the worker thread stores queued changes until none is left (``_drain``)."""
+        self._indexing = False
+        """The file has the trigram index (FTS5 with its trigram tokenizer): ``_reindex``
+        keeps it up to date after the commits."""
+        self._unindexed = False
+        """Rows may wait for ``_reindex`` (a change was stored, or a pass left some)."""
+        self._next_reindex = 0.0
+        """``time.monotonic()`` from which the next pass may run."""
+        self._wrote = False
+        """This store has stored a change (``close`` then leaves the index up to date)."""
+        self._timer: threading.Timer | None = None
+        self._timer_pid = 0
+        """The pass that runs once changes stop coming (``_arm``), and the process it was
+        armed in (a forked child has no such thread)."""
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({self.path!r}, synchronous={self.synchronous})"
@@ -442,7 +540,14 @@ class SqliteCheckpointer:
             # with the number of threads.
             conn.execute("PRAGMA temp_store=MEMORY")
             self._migrate(conn)
+            self._indexing = _has_search_index(conn)
+            # rows another process left for a pass: taken up by this one once it is due, if
+            # this process may write the file
+            self._unindexed = self._indexing and conn.execute(
+                UNINDEXED_IDS, (1,)).fetchone() is not None and os.access(self.path, os.W_OK)
+            self._next_reindex = time.monotonic() + REINDEX_EVERY
             self._conn = conn
+            self._arm()
         return self._conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
@@ -775,6 +880,66 @@ class SqliteCheckpointer:
             for item in batch:
                 item.done = True
             _tell(batch)
+        if self._indexing:
+            self._unindexed = self._wrote = True
+            self._reindex_due(conn)
+            self._arm()
+
+    # -- the trigram index, kept up to date after the commits ---------------------------------
+
+    def _reindex_due(self, conn: sqlite3.Connection, *, idle: bool = False) -> None:
+        """Run a pass of ``_reindex`` if one is due (under the connection lock). Passes come at
+        most every ``REINDEX_EVERY`` seconds while changes are stored, and every 50 ms while a
+        burst is worked off; ``idle``: the queue is empty, so passes go on until none is left or
+        a change arrives. A pass that fails is logged and tried again later: the index is only
+        ever behind, and searches read the rows it has not taken yet."""
+        while self._unindexed and time.monotonic() >= self._next_reindex:
+            try:
+                left = _reindex(conn)
+            except sqlite3.Error as exc:
+                log.warning("SQLite %r: the search index could not be brought up to date (%s); "
+                            "searches stay exact, and it is tried again in %.0f s.",
+                            self.path, exc, REINDEX_EVERY)
+                self._next_reindex = time.monotonic() + REINDEX_EVERY
+                return
+            self._unindexed = left > 0
+            if not left:
+                self._next_reindex = time.monotonic() + REINDEX_EVERY
+                return
+            if not idle:
+                self._next_reindex = time.monotonic() + 0.05
+                return
+            with self._queue_lock:
+                if self._queue:  # a change waits: its batch comes first
+                    self._next_reindex = time.monotonic() + 0.05
+                    return
+
+    def _arm(self) -> None:
+        """Make sure a pass runs once changes stop coming: a timer hands one to the worker
+        thread when the next pass is due."""
+        if not self._unindexed or self._closed:
+            return
+        if self._timer is not None and self._timer_pid == os.getpid() and self._timer.is_alive():
+            return
+        timer = threading.Timer(max(0.0, self._next_reindex - time.monotonic()), self._idle)
+        timer.daemon = True
+        self._timer, self._timer_pid = timer, os.getpid()
+        timer.start()
+
+    def _idle(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the store was closed meanwhile
+            self._executor.submit(self._idle_pass)
+
+    def _idle_pass(self) -> None:
+        with self._lock:
+            if self._conn is None:
+                return
+            with self._queue_lock:
+                if self._queue:  # a drain is under way, and passes after its batches
+                    return
+            self._reindex_due(self._conn, idle=True)
+            self._timer = None
+            self._arm()
 
     async def changes(self, *, after: ChangeCursor | None, limit: int = 500) -> ChangePage:
         def q(conn: sqlite3.Connection) -> ChangePage:
@@ -929,10 +1094,16 @@ class SqliteCheckpointer:
     async def close(self) -> None:
         def c() -> None:
             with self._lock:
+                self._closed = True
+                if self._timer is not None:
+                    self._timer.cancel()
                 if self._conn is not None:
+                    if self._wrote and self._unindexed:  # leave the index up to date
+                        self._next_reindex = 0.0
+                        with contextlib.suppress(sqlite3.Error):
+                            self._reindex_due(self._conn, idle=True)
                     self._conn.close()
                     self._conn = None
-                self._closed = True
 
         await offload(self._executor, c)
 
