@@ -237,3 +237,68 @@ def test_a_store_that_only_reads_takes_up_what_another_process_left(
         assert _index_holds(sqlite_stores.sqlite_path, "left behind") == 5
     finally:
         run(reader.close())
+
+
+_PASSES = """
+import sqlite3, sys, time
+from interlock.storage import sqlite
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+conn.execute("PRAGMA journal_mode=WAL")
+print("ready", flush=True)
+while sqlite._reindex(conn, limit=int(sys.argv[2])):
+    time.sleep(float(sys.argv[3]))
+print("done", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_passes_in_another_process_killed_mid_way_leave_searches_exact(
+        sqlite_stores: StoreFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process brings the index up to date while this one searches, and is killed
+    (SIGKILL) part-way through: every search meanwhile finds exactly the threads whose text
+    holds the query, a killed pass leaves nothing half-done, and a later pass finishes the
+    index with each thread's text in it once."""
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(sqlite, "REINDEX_EVERY", 3600.0)  # this process runs no pass
+    store = sqlite_stores()
+    assert isinstance(store, sqlite.SqliteCheckpointer)
+    recs = [run(create(store, f"t{i:03}", preview=f"word{i % 7} item {i}",
+                       at=T0 + timedelta(seconds=i))) for i in range(300)]
+    sqlite._reindex(store._connect(), limit=1000)
+    for i, rec in enumerate(recs):  # every text changes: the index holds the old ones
+        _change(store, rec, f"word{(i + 3) % 7} changed {i}")
+    assert _behind(sqlite_stores.sqlite_path) == 300
+    want = {q: [f"t{i:03}" for i in reversed(range(300)) if f"word{(i + 3) % 7} " in
+                f"word{(i + 3) % 7} changed {i}" and (i + 3) % 7 == int(q[-1])]
+            for q in ("word2", "word5")}
+
+    for kill_after in (0.05, 0.2):
+        child = subprocess.Popen([sys.executable, "-c", _PASSES, sqlite_stores.sqlite_path,
+                                  "1", "0.003"], stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        give_up = time.monotonic() + kill_after
+        while time.monotonic() < give_up:
+            for q, ids in want.items():
+                assert _ids(store, q) == ids
+                assert run(store.count_threads(search=q)) == len(ids)
+            assert _ids(store, "item") == []  # only the old texts said "item"
+        child.kill()
+        child.wait(timeout=30)
+    behind = _behind(sqlite_stores.sqlite_path)
+    assert 0 < behind < 300  # the passes got some way, not all of it
+    for q, ids in want.items():
+        assert _ids(store, q) == ids
+
+    done = subprocess.run([sys.executable, "-c", _PASSES, sqlite_stores.sqlite_path, "50",
+                           "0"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["ready", "done"]
+    assert _behind(sqlite_stores.sqlite_path) == 0
+    for i in range(300):
+        assert _index_holds(sqlite_stores.sqlite_path, f"changed {i}") == 1 + sum(
+            1 for j in range(300) if j != i and f"changed {i}" in f"changed {j}")
+    assert _index_holds(sqlite_stores.sqlite_path, "item") == 0
+    for q, ids in want.items():
+        assert _ids(store, q) == ids
