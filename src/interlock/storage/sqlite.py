@@ -291,6 +291,10 @@ text changes at every commit (the preview follows the latest message) is indexed
 pass instead of at each change, and searches read the few rows changed since from the partial
 index."""
 
+REINDEX_WAIT_MS = 50
+"""How long a pass waits for another process's write transaction before it gives up until
+the next one is due (a commit of this store waits ``busy_timeout``)."""
+
 REINDEX_ROWS = 500
 """Rows one pass of ``_reindex`` brings up to date in one transaction (a few tens of ms): a
 burst of changes is worked off in several passes, between which other writes go on."""
@@ -894,14 +898,20 @@ class SqliteCheckpointer:
         a change arrives. A pass that fails is logged and tried again later: the index is only
         ever behind, and searches read the rows it has not taken yet."""
         while self._unindexed and time.monotonic() >= self._next_reindex:
+            # a pass never waits long for another process's write: the reads and writes of
+            # this store queue behind it on the same connection
+            conn.execute(f"PRAGMA busy_timeout={REINDEX_WAIT_MS}")
             try:
                 left = _reindex(conn)
             except sqlite3.Error as exc:
-                log.warning("SQLite %r: the search index could not be brought up to date (%s); "
-                            "searches stay exact, and it is tried again in %.0f s.",
-                            self.path, exc, REINDEX_EVERY)
+                if getattr(exc, "sqlite_errorname", "") != "SQLITE_BUSY":
+                    log.warning("SQLite %r: the search index could not be brought up to date "
+                                "(%s); searches stay exact, and it is tried again in %.0f s.",
+                                self.path, exc, REINDEX_EVERY)
                 self._next_reindex = time.monotonic() + REINDEX_EVERY
                 return
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={round(self.busy_timeout * 1000)}")
             self._unindexed = left > 0
             if not left:
                 self._next_reindex = time.monotonic() + REINDEX_EVERY
