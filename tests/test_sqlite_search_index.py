@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from interlock import ThreadRecord
 from interlock.storage import sqlite
-from interlock.storage.base import Commit, search_key, search_text
-from test_storage_conformance import T0, create, run
+from interlock.storage.base import search_key, search_text
+from test_storage_conformance import T0, append, create, run
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
@@ -45,10 +45,8 @@ def _index_holds(path: str, needle: str) -> int:
 
 
 def _change(store: sqlite.SqliteCheckpointer, rec: ThreadRecord, preview: str) -> ThreadRecord:
-    new = rec.model_copy(update={"version": rec.version + 1, "preview": preview,
-                                 "updated_at": rec.updated_at + timedelta(seconds=1)})
-    run(store.commit(Commit(thread=new), expected_version=rec.version))
-    return new
+    return run(append(store, rec, preview=preview,
+                      updated_at=rec.updated_at + timedelta(seconds=1)))
 
 
 def _ids(store: sqlite.SqliteCheckpointer, query: str) -> list[str]:

@@ -291,6 +291,9 @@ text changes at every commit (the preview follows the latest message) is indexed
 pass instead of at each change, and searches read the few rows changed since from the partial
 index."""
 
+REINDEX_BURST = 0.05
+"""Seconds between two passes while more rows wait than one pass takes (a burst)."""
+
 REINDEX_WAIT_MS = 50
 """How long a pass waits for another process's write transaction before it gives up until
 the next one is due (a commit of this store waits ``busy_timeout``)."""
@@ -893,10 +896,11 @@ class SqliteCheckpointer:
 
     def _reindex_due(self, conn: sqlite3.Connection, *, idle: bool = False) -> None:
         """Run a pass of ``_reindex`` if one is due (under the connection lock). Passes come at
-        most every ``REINDEX_EVERY`` seconds while changes are stored, and every 50 ms while a
-        burst is worked off; ``idle``: the queue is empty, so passes go on until none is left or
-        a change arrives. A pass that fails is logged and tried again later: the index is only
-        ever behind, and searches read the rows it has not taken yet."""
+        most every ``REINDEX_EVERY`` seconds while changes are stored, and every
+        ``REINDEX_BURST`` while a burst is worked off; ``idle``: the queue is empty, so passes
+        go on until none is left or a change arrives. A pass that fails is logged and tried
+        again later: the index is only ever behind, and searches read the rows it has not
+        taken yet."""
         while self._unindexed and time.monotonic() >= self._next_reindex:
             # a pass never waits long for another process's write: the reads and writes of
             # this store queue behind it on the same connection
@@ -913,16 +917,12 @@ class SqliteCheckpointer:
             finally:
                 conn.execute(f"PRAGMA busy_timeout={round(self.busy_timeout * 1000)}")
             self._unindexed = left > 0
-            if not left:
-                self._next_reindex = time.monotonic() + REINDEX_EVERY
-                return
-            if not idle:
-                self._next_reindex = time.monotonic() + 0.05
-                return
-            with self._queue_lock:
-                if self._queue:  # a change waits: its batch comes first
-                    self._next_reindex = time.monotonic() + 0.05
-                    return
+            if left and idle:
+                with self._queue_lock:
+                    if not self._queue:  # nothing waits to be stored: the next pass at once
+                        continue
+            self._next_reindex = time.monotonic() + (REINDEX_BURST if left else REINDEX_EVERY)
+            return
 
     def _arm(self) -> None:
         """Make sure a pass runs once changes stop coming: a timer hands one to the worker
