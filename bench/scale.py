@@ -44,6 +44,7 @@ from il_side import InterlockSystem  # noqa: E402
 from scenario import machine_info, percentile  # noqa: E402
 
 from interlock import Interrupt  # noqa: E402
+from interlock.authz import read_keys  # noqa: E402
 from interlock.storage import from_url  # noqa: E402
 from interlock.storage.base import Checkpointer, Commit  # noqa: E402
 
@@ -88,8 +89,10 @@ async def fill(store: Checkpointer, n: int, template: Any, *, tag: str = "p", st
             "audit_seq": 0, "audit_hash": ""})
         journal = [e.model_copy() for e in template.journal.values()]
         async with sem:
+            # a commit brings the thread's read keys, as the run's transaction computes them
             await store.commit(Commit(thread=rec, messages=list(template.messages),
-                                      journal=journal), expected_version=None)
+                                      journal=journal, readers=read_keys(rec)),
+                               expected_version=None)
 
     for first in range(start, n, 2000):
         await asyncio.gather(*(one(i) for i in range(first, min(n, first + 2000))))
@@ -121,9 +124,9 @@ async def burst(store: Checkpointer, n: int) -> None:
         async with sem:
             snap = await store.load(f"p{i:06d}")
             assert snap is not None
-            t = snap.thread
-            await store.commit(Commit(thread=t.model_copy(update={"version": t.version + 1})),
-                               expected_version=t.version)
+            t = snap.thread.model_copy(update={"version": snap.thread.version + 1})
+            await store.commit(Commit(thread=t, readers=read_keys(t)),
+                               expected_version=snap.thread.version)
 
     await asyncio.gather(*(one(i) for i in range(n)))
 

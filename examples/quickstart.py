@@ -8,8 +8,8 @@ Run it twice:
                                       #      (approves when there is no terminal), resumes it,
                                       #      shows the result and removes its files
 
-The files live in $INTERLOCK_QUICKSTART_DIR (default: interlock-quickstart in the system's
-temporary directory).
+The files live in $INTERLOCK_QUICKSTART_DIR (default: ~/.interlock/quickstart, your own: two
+people on one machine do not share a run).
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ import os
 import shutil
 import sqlite3
 import sys
-import tempfile
 from pathlib import Path
 
 from interlock import Agent, HumanInTheLoop, InterruptOn, ScriptedModel, SqliteCheckpointer, tool
 
 THREAD = "quickstart"
 workdir = Path(os.environ.get("INTERLOCK_QUICKSTART_DIR")
-               or Path(tempfile.gettempdir()) / "interlock-quickstart")
+               or Path.home() / ".interlock" / "quickstart")
 first_run = not (workdir / "quickstart.db").exists()
 workdir.mkdir(parents=True, exist_ok=True)
 

@@ -17,9 +17,19 @@ if ! command -v chromium >/dev/null 2>&1; then
       || echo "could not install chromium; browser tests will report it" >&2
   fi
 fi
+# The PgBouncer tests start Debian's pgbouncer (never a downloaded one) in front of a private
+# Postgres.
+if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian pgbouncer for the pooler tests" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null) \
+      || echo "could not install pgbouncer; the pooler tests will report it" >&2
+  fi
+fi
 echo "== ruff" && .venv/bin/ruff check src tests bench examples
 echo "== mypy --strict" && .venv/bin/mypy src
 # Two test processes (pytest-xdist): much of the suite waits on subprocesses, installs and
 # the disk, so two share two cores well. INTERLOCK_TEST_WORKERS=0 runs it in one process.
-echo "== pytest" && .venv/bin/python -m pytest -q -p no:cacheprovider \
+# --durations: the 25 slowest tests are listed at the end, to keep the suite's time in view.
+echo "== pytest" && .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 \
   -n "${INTERLOCK_TEST_WORKERS:-2}" "$@"

@@ -10,11 +10,12 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from interlock import Agent, Checkpointer, Command, RunCompleted, RunResult
+from interlock.authz import read_keys
 
 # The audit key of every test process (and the processes they start): a fresh file, never the
 # user's own ~/.config/interlock/audit.key.
@@ -26,12 +27,19 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 BACKENDS = ["memory", "sqlite", "postgres"]
 
 
+def unavailable(what: str, problem: str) -> NoReturn:
+    """Something the tests need and CI has is missing here: a failure under ``CI=true`` (so
+    that a run cannot pass by skipping it), a skip that says how to enable it elsewhere."""
+    if IN_CI:
+        pytest.fail(f"{what} must run in CI (CI=true), but {problem}")
+    pytest.skip(f"{what} skipped: {problem}")
+
+
 def postgres_available() -> str | None:
-    """Return None when Postgres answers, else the reason it does not."""
-    try:
-        import psycopg
-    except ImportError:
-        return "psycopg is not installed (pip install -e '.[postgres]')"
+    """Return None when Postgres answers, else the reason it does not. ``psycopg`` is a
+    declared dependency: a broken install is an import error, never a skip."""
+    import psycopg
+
     try:
         with psycopg.connect(PG_DSN, connect_timeout=3) as conn:
             conn.execute("SELECT 1")
@@ -40,16 +48,18 @@ def postgres_available() -> str | None:
     return None
 
 
+_POSTGRES_USED: list[bool] = [False]
+"""Set by :func:`require_postgres` while a test runs: ``_postgres_marker_is_true`` checks that
+such a test carries the ``postgres`` marker."""
+
+
 def require_postgres() -> str:
     """The DSN, or fail (in CI) / skip (elsewhere) when Postgres is not reachable."""
+    _POSTGRES_USED[0] = True
     problem = postgres_available()
     if problem is not None:
-        if IN_CI:
-            pytest.fail(f"Postgres tests must run in CI, but {problem}")
-        pytest.skip(
-            f"Postgres tests skipped: {problem}. Start PostgreSQL or set INTERLOCK_TEST_PG_DSN "
-            f"to enable them."
-        )
+        unavailable("Postgres tests", f"{problem}. Start PostgreSQL or set "
+                                      f"INTERLOCK_TEST_PG_DSN to enable them")
     return PG_DSN
 
 
@@ -75,11 +85,11 @@ class StoreFactory:
         elif self.kind == "sqlite":
             from interlock import SqliteCheckpointer
 
-            store = SqliteCheckpointer(self.sqlite_path)
+            store = SqliteCheckpointer(self.sqlite_path, read_keys=read_keys)
         else:
             from interlock import PostgresCheckpointer
 
-            store = PostgresCheckpointer(PG_DSN, schema=self.pg_schema)
+            store = PostgresCheckpointer(PG_DSN, schema=self.pg_schema, read_keys=read_keys)
         self.made.append(store)
         return store
 
@@ -116,6 +126,17 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def stores(backend: str, tmp_path: Path) -> Iterator[StoreFactory]:
     factory = StoreFactory(backend, tmp_path)
+    yield factory
+    factory.cleanup()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """A database someone can also open directly, or from another process: SQLite and
+    Postgres."""
+    if request.param == "postgres":
+        require_postgres()
+    factory = StoreFactory(str(request.param), tmp_path)
     yield factory
     factory.cleanup()
 
@@ -177,3 +198,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     then run alongside the short tests instead of after them, and each module's tests stay
     together (module-scoped fixtures are set up once)."""
     items.sort(key=lambda item: item.get_closest_marker("first") is None)
+    # every test that runs on Postgres carries the ``postgres`` marker (``-m postgres`` /
+    # ``-m "not postgres"`` select exactly them): those given the backend "postgres" through a
+    # parameter (``backend``, ``store_factory``, a fixture's params) are marked here; a test
+    # that asks for Postgres in its own code is marked where it is written, and
+    # ``_postgres_marker_is_true`` fails any that is not
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "postgres" in callspec.params.values():
+            item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture(autouse=True)
+def _postgres_marker_is_true(request: pytest.FixtureRequest) -> Iterator[None]:
+    _POSTGRES_USED[0] = False
+    yield
+    if _POSTGRES_USED[0] and request.node.get_closest_marker("postgres") is None:
+        pytest.fail(f"{request.node.nodeid} runs on Postgres (require_postgres) but has no "
+                    f"postgres marker: add @pytest.mark.postgres")

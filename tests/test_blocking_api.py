@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from conftest import StoreFactory
+from conftest import StoreFactory, unavailable
 from interlock import Agent, HumanInTheLoop, Message, ScriptedModel, UserMessage, tool
 
 
 def test_ctrl_c_cancels_a_blocking_call_at_its_next_await(sqlite_stores: StoreFactory) -> None:
     if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signals are delivered to the main thread")
+        unavailable("The Ctrl-C test", "signals are delivered to the main thread only")
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.skip("the test runner replaced the SIGINT handler")
+        unavailable("The Ctrl-C test", "the test runner replaced the SIGINT handler")
 
     reached: list[str] = []
 

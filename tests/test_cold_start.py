@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from interlock import Agent, ConfigurationError, MemoryCheckpointer, ScriptedModel
-from interlock.audit_key import AuditKey
+from interlock.audit import AuditKey
 
 ROOT = Path(__file__).resolve().parents[1]
 

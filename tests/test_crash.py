@@ -245,3 +245,26 @@ def test_resume_after_a_crash_recovers_and_refuses_the_replaced_request(
     assert [line.rsplit("|", 1)[1] for line in s.lines()] == ["two: calls #2"]
     states = {e["tool_call_id"]: e["state"] for e in out["journal"]}
     assert states == {first: "rejected", second: "succeeded"}
+
+
+def test_an_unknown_outcome_cannot_be_approved_and_remembered(durable: StoreFactory) -> None:
+    """Remembering the approval of a call that may have run before the crash would let later
+    calls of the tool run unseen: refused, nothing changes; approving it alone works."""
+    from interlock import InvalidDecision
+
+    s = Scenario(durable)
+    s.crash("running")
+    s.recover()  # no answer: the "outcome unknown" request waits
+    agent = build_agent(s.url, s.effects)
+    try:
+        before = agent.get_thread(s.thread)
+        [intr] = before.interrupts
+        [action] = intr.value.action_requests
+        assert action.reason == "outcome_unknown"
+        with pytest.raises(InvalidDecision, match="outcome is unknown"):
+            agent.resume(s.thread, [{"type": "approve", "remember": "thread"}])
+        after = agent.get_thread(s.thread)
+        assert (after.version, after.remembered) == (before.version, [])
+        assert s.lines() == []
+    finally:
+        agent.close()

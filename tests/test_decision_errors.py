@@ -76,6 +76,11 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ("position mismatch", [{"type": "approve", "tool_call_id": "s1"}, {"type": "approve"}],
      ["'s1'", "position 1 is call 'w1'"]),
     ("typo field", [{"type": "reject", "mesage": "x"}, {"type": "approve"}], ["mesage"]),
+    # other systems' words: Agent Inbox says "accept"; a reason is given as "message"
+    ("accept", [{"type": "accept"}, {"type": "approve"}],
+     ["'accept'", "Did you mean {'type': 'approve'}?"]),
+    ("reason", [{"type": "reject", "reason": "not now"}, {"type": "approve"}],
+     ["'reason'", "did you mean 'message' instead of 'reason'?"]),
 ]
 
 

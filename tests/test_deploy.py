@@ -19,11 +19,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from interlock.cli._common import DB_ENV
 from interlock.server.auth import ENV_TOKENS_FILE
-
-yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -86,7 +85,9 @@ def test_compose_file_runs_interlock_serve_against_postgres() -> None:
     # agent module from the same image against the same database, without a port
     assert app["command"] == [*json.loads(cmd), "--api-only"]
     worker = services["worker"]
-    assert worker["build"] == build
+    # the same image, built once (by the interlock service), never pulled from a registry
+    assert "build" not in worker and worker["image"] == app["image"]
+    assert worker["pull_policy"] == "never"
     assert worker["command"] == ["interlock", "worker", "agents:agent"]
     assert worker["depends_on"] == app["depends_on"]
     assert worker["environment"][DB_ENV] == dsn
@@ -155,7 +156,9 @@ def test_dockerfile_install_command_works_against_a_built_wheel(tmp_path: Path) 
                 assert server.poll() is None, server.communicate()[0]
                 assert time.monotonic() < give_up, "the server did not start"
                 time.sleep(0.2)
-        assert r.json() == {"ok": True, "checkpointer": "SqliteCheckpointer"}
+        assert r.json() == {"ok": True, "checkpointer": "SqliteCheckpointer", "writes": None,
+                            "write_error": None, "live_updates": "polling every 0.5 s",
+                            "live_updates_error": None}
         me = httpx.get(f"http://127.0.0.1:{port}/api/me",
                        headers={"Authorization": "Bearer deploy-test-token-0123456789"}, timeout=5)
         assert me.json() == {"id": "alice", "roles": ["dba"], "auth": True}

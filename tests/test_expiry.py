@@ -305,8 +305,9 @@ async def _watcher_settled(app: Any) -> None:
 
 
 def _api(env: Env, sweep: timedelta | None) -> Any:
-    httpx = pytest.importorskip("httpx")
-    server = pytest.importorskip("interlock.server")
+    import httpx
+
+    from interlock import server
 
     @asynccontextmanager
     async def client() -> AsyncIterator[Any]:

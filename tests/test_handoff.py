@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,5 +65,59 @@ def test_handed_off_runs_are_run_once_by_a_worker(tmp_path: Path) -> None:
 
     try:
         asyncio.run(main())
+    finally:
+        pg.cleanup()
+
+
+@pytest.mark.postgres
+def test_a_worker_relays_its_runs_events_with_the_text_joined(tmp_path: Path) -> None:
+    """A worker sends the events of a run it makes to the listening API servers: each tool
+    and request event once, in order, and the model's streamed text joined into a few pieces
+    (not one ``NOTIFY`` per token); the run's end is left to the server that queued it."""
+    import queue as queues
+
+    from interlock import Agent, ScriptedModel, tool
+    from interlock.storage import EventRelay
+
+    require_postgres()
+    pg = StoreFactory("postgres", tmp_path)
+    answer = " ".join(f"word{i}" for i in range(300))
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    def make(store: Any) -> Agent:
+        return Agent(model=ScriptedModel([[{"name": "lookup", "args": {"key": "k"},
+                                            "id": "c1"}], answer]),
+                     tools=[lookup], checkpointer=store)
+
+    try:
+        api, runner = make(pg()), make(pg())
+        listener = pg()
+        assert isinstance(listener, EventRelay)
+        got: queues.Queue[tuple[str, dict[str, Any]]] = queues.Queue()
+        stop = listener.on_relayed_event(lambda tid, ev: got.put((tid, ev)))
+        worker = Worker(runner)
+
+        async def main() -> None:
+            assert (await api.ainvoke("go", thread_id="r1", handoff=True)).status == "queued"
+            assert await worker.run_once() == 1
+
+        asyncio.run(main())
+        assert (asyncio.run(api.aget_thread("r1"))).messages[-1].content == answer
+        events: list[dict[str, Any]] = []
+        while not any(e["type"] == "model_text_delta" and e["text"].endswith("word299")
+                      for e in events):
+            tid, ev = got.get(timeout=10)
+            assert tid == "r1"
+            events.append(ev)
+        stop()
+        kinds = [e["type"] for e in events]
+        assert kinds[:3] == ["tool_call_proposed", "tool_started", "tool_finished"]
+        texts = [e["text"] for e in events if e["type"] == "model_text_delta"]
+        assert "".join(texts) == answer and 1 <= len(texts) <= 30  # 300 pieces streamed
+        assert "run_completed" not in kinds
     finally:
         pg.cleanup()

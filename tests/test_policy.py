@@ -13,6 +13,7 @@ from interlock import (
     HumanInTheLoop,
     InterruptOn,
     ModelTurn,
+    RunLimitExceeded,
     ScriptedModel,
     ToolCall,
 )
@@ -92,6 +93,34 @@ def test_when_raising_or_unparseable_args_fail_closed(stores: StoreFactory) -> N
     assert tools.counts == {}
 
 
+def test_async_when_is_refused_and_an_awaitable_answer_fails_closed(
+        stores: StoreFactory) -> None:
+    """An ``async def`` predicate would never be awaited (a coroutine is always true, so
+    every call paused silently): refused at construction, as async descriptions are. A plain
+    callable that returns an awaitable pauses the call and says why."""
+    async def risky(c: ToolCall) -> bool:
+        return False
+
+    class AsyncCheck:
+        async def __call__(self, c: ToolCall) -> bool:
+            return False
+
+    for predicate in (risky, AsyncCheck()):
+        with pytest.raises(ConfigurationError, match=r"when=.*async"):
+            InterruptOn(when=predicate)
+        with pytest.raises(ConfigurationError, match=r"when=.*async"):
+            build({"write_file": {"allowed_decisions": ["approve"], "when": predicate}})
+
+    policy = HumanInTheLoop(interrupt_on={"execute_sql": InterruptOn(
+        when=lambda c: risky(c))})
+    agent, tools, _ = make_agent([[call("execute_sql", {"query": "SELECT 1"}, "q1")], "ok"],
+                                 stores(), middleware=[policy])
+    paused = agent.invoke("go", thread_id="t")
+    (req,) = paused.interrupts[0].value.action_requests
+    assert "returned an awaitable" in (req.reason or "")
+    assert tools.counts == {}
+
+
 def test_false_and_absent_never_pause(stores: StoreFactory) -> None:
     policy = HumanInTheLoop(interrupt_on={"write_file": False})
     script = [[call("write_file", {"path": "a", "content": "b"}, "w1"),
@@ -119,3 +148,22 @@ def test_duplicate_tools_and_middleware_rejected() -> None:
         Agent(model=object(), tools=[])  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="unknown provider"):
         Agent(model="gemini:pro", tools=[])
+
+
+def test_max_turns_counts_the_model_calls_of_one_run(stores: StoreFactory) -> None:
+    """``max_turns`` is per run: a resume starts its own count (as LangGraph's
+    ``recursion_limit`` is per invocation), and a run past it fails with
+    ``RunLimitExceeded``."""
+    read = call("read_data", {"table": "t"}, "r1")
+    script = [[read], [call("execute_sql", {"query": "DELETE"}, "q1")],
+              [call("read_data", {"table": "u"}, "r2")], "done",
+              [call("read_data", {"table": "v"}, "r3")], [call("read_data", {"table": "w"},
+                                                                "r4")], "never"]
+    agent, tools, _ = make_agent(script, stores(), max_turns=2)
+    assert agent.invoke("go", thread_id="t").interrupts  # two model calls, then the pause
+    done = agent.resume("t", [{"type": "approve"}])  # two more, in a run of its own
+    assert done.output == "done"
+    assert tools.counts == {"read_data": 2, "execute_sql": 1}
+    with pytest.raises(RunLimitExceeded, match="max_turns=2"):
+        agent.invoke("again", thread_id="t")  # three model calls in one run
+    assert tools.counts == {"read_data": 4, "execute_sql": 1}

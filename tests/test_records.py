@@ -12,11 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interlock._models import replaced
-from interlock.audit_key import AuditKey
+from interlock._engine.records import replaced
+from interlock.audit import AuditKey
+from interlock.audit.records import rehash, signed_row, verify_chain
+from interlock.authz import read_keys
 from interlock.hitl import ActionRequest, HITLRequest, ReviewConfig, read_request
 from interlock.interrupts import Interrupt
 from interlock.storage.base import (
+    AuditRecord,
     CallState,
     DecisionRecord,
     HookProgress,
@@ -24,6 +27,7 @@ from interlock.storage.base import (
     MarkRecord,
     ReviewSettings,
     ThreadRecord,
+    audit_json,
     journal_json,
     thread_json,
 )
@@ -113,3 +117,58 @@ def test_the_audit_key_signs_with_hmac_sha256() -> None:
     for data in (b"", b"row", "é".encode() * 1000):
         assert key.sign(data) == hmac.new(b"k" * 32, data, hashlib.sha256).hexdigest()
     assert "kkkk" not in repr(key)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                   max_size=3),
+    max_leaves=10)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+       st.text(min_size=1, max_size=10), st.none() | st.text(min_size=1, max_size=10))
+def test_a_signed_row_is_stored_as_its_signed_text_and_reads_back_the_same(
+        data: dict[str, object], actor: str, call_id: str | None) -> None:
+    """The JSON a signed row is stored as (made from the signed text, so the row is serialised
+    once) reads back as the same record, whose hash recomputes and whose chain verifies, as
+    the row the store would have serialised itself does."""
+    key = AuditKey(b"k" * 32, "test")
+    rec, row = signed_row(thread_id="t1", seq=1, prev_hash="0" * 64, ts=NOW, kind="decision",
+                          actor=actor, tool_call_id=call_id, data=data, key=key)
+    for stored in (row, audit_json(rec)):
+        back = AuditRecord.model_validate_json(stored)
+        assert back == rec
+        assert rehash(back, key) == rec.hash
+        assert verify_chain("t1", [back], (1, rec.hash), key) == []
+    forged = json.loads(row)
+    forged["actor"] = actor + "x"
+    assert rehash(AuditRecord.model_validate(forged), key) != rec.hash
+
+
+def test_read_keys_follow_every_change_of_the_row_they_are_computed_from() -> None:
+    """Read keys are reused for a row that shares its lists with the last one asked about;
+    every change of what they depend on (the creator, the deciders, the pending requests)
+    still gives the keys of the new row."""
+
+    def review(reviewers: list[str] | None) -> Interrupt:
+        req = HITLRequest(action_requests=[ActionRequest(tool_call_id="c1", name="drop",
+                                                         args={}, description="d")],
+                          review_configs=[ReviewConfig(action_name="drop", allowed_decisions=["approve"],
+                                                       reviewers=reviewers)])
+        return Interrupt(id="i1", kind="review", value=req.to_json(), created_at=NOW)
+
+    row = replaced(_thread(), {"pending": [review(["dba"])], "deciders": ["ann"]})
+    assert read_keys(row) == ["role:dba", "user:ann"]
+    assert read_keys(replaced(row, {"status": "running"})) == ["role:dba", "user:ann"]
+    assert read_keys(replaced(row, {"created_by": "bob"})) == [
+        "role:dba", "user:ann", "user:bob"]
+    assert read_keys(replaced(row, {"deciders": ["cy"]})) == ["role:dba", "user:cy"]
+    assert read_keys(replaced(row, {"pending": [review(None)]})) == ["*", "user:ann"]
+    assert read_keys(replaced(row, {"pending": []})) == ["user:ann"]
+    other = replaced(row, {"thread_id": "t2"})  # another row with the same lists
+    assert read_keys(other) == read_keys(row) == ["role:dba", "user:ann"]
+    read_keys(row).append("role:admin")  # a caller's list is its own
+    assert read_keys(row) == ["role:dba", "user:ann"]

@@ -40,6 +40,7 @@ from interlock import (
     tool,
 )
 from interlock.audit import GENESIS, make_record
+from interlock.authz import read_keys
 from interlock.messages import Message
 from interlock.outbox import Delivery, Notice, NoticeCall, OutboxEvent
 from interlock.storage import from_url
@@ -91,7 +92,8 @@ async def create(store: Checkpointer, tid: str, messages: list[Message] | None =
                  **kw: Any) -> ThreadRecord:
     msgs = messages or []
     rec = thread(tid, 1, messages=len(msgs), **kw)
-    await store.commit(Commit(thread=rec, messages=msgs), expected_version=None)
+    await store.commit(Commit(thread=rec, messages=msgs, readers=read_keys(rec)),
+                       expected_version=None)
     return rec
 
 
@@ -102,7 +104,8 @@ async def append(store: Checkpointer, rec: ThreadRecord, messages: Sequence[Mess
                                  "message_count": rec.message_count + len(messages),
                                  "audit_seq": rec.audit_seq + len(audit), **updates})
     await store.commit(Commit(thread=new, messages=list(messages), journal=list(journal),
-                              audit=list(audit)), expected_version=rec.version)
+                              audit=list(audit), readers=read_keys(new)),
+                       expected_version=rec.version)
     return new
 
 
@@ -128,6 +131,9 @@ def test_load_of_unknown_thread_is_none(stores: StoreFactory) -> None:
     assert run(store.audit(thread_id="nobody")) == []
 
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
 def test_create_then_load_round_trips_every_field(stores: StoreFactory) -> None:
     store = stores()
     pending = Interrupt(id="i1", kind="review", value={"action_requests": [], "x": "ü"},
@@ -138,7 +144,7 @@ def test_create_then_load_round_trips_every_field(stores: StoreFactory) -> None:
                  pending=[pending], resolved=["i0"], remembered=[rule],
                  lease_owner="host|1|abc", lease_until=T0 + timedelta(minutes=5),
                  hooks={"done": True}, metadata={"k": [1, "v"]}, preview="Schreib",
-                 error=None)
+                 error=None, trace=TRACEPARENT)
     jr = [entry("c1", 2, 0, CallState.PENDING_REVIEW), entry("c2", 2, 1, CallState.FAILED)]
     run(store.commit(Commit(thread=rec, messages=list(CONVERSATION), journal=jr,
                             audit=audit_rows("t1", 1, ["request_raised"])),
@@ -146,8 +152,11 @@ def test_create_then_load_round_trips_every_field(stores: StoreFactory) -> None:
     snap = run(store.load("t1"))
     assert snap is not None
     assert snap.thread == rec
+    assert snap.thread.trace == TRACEPARENT  # the run's trace context, for another process
     assert snap.messages == CONVERSATION
     assert snap.journal == {e.tool_call_id: e for e in jr}
+    again = run(stores().load("t1"))
+    assert again is not None and again.thread.trace == TRACEPARENT
 
 
 # Every string but lone surrogates (which the engine escapes before storing): NUL, line and
@@ -745,7 +754,6 @@ def test_postgres_from_url_and_schema_with_odd_name(stores: StoreFactory) -> Non
 
 
 def test_postgres_unreachable_is_a_clear_storage_error() -> None:
-    pytest.importorskip("psycopg")
     from interlock import PostgresCheckpointer
 
     store = PostgresCheckpointer("postgresql://nobody:secret@127.0.0.1:1/none",
@@ -773,7 +781,7 @@ def test_postgres_without_create_privilege_says_what_to_grant(stores: StoreFacto
 
     from interlock import PostgresCheckpointer
 
-    admin_dsn = from_url(stores.url()).dsn  # type: ignore[attr-defined]
+    admin_dsn = from_url(stores.url()).dsn.split("?")[0]  # type: ignore[attr-defined]
     role = f"interlock_{stores.pg_schema}"
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(f'CREATE ROLE "{role}" LOGIN')
@@ -799,7 +807,7 @@ def test_postgres_replaces_connections_the_server_dropped(stores: StoreFactory) 
 
     from interlock import PostgresCheckpointer
 
-    admin_dsn = from_url(stores.url()).dsn  # type: ignore[attr-defined]
+    admin_dsn = from_url(stores.url()).dsn.split("?")[0]  # type: ignore[attr-defined]
     app = f"il_{stores.pg_schema}"
     store = PostgresCheckpointer(f"{admin_dsn}?application_name={app}", schema=stores.pg_schema,
                                  min_size=2, max_size=2)
@@ -837,7 +845,7 @@ def test_postgres_repeats_a_read_whose_connection_died_unnoticed(
     from interlock import PostgresCheckpointer
     from interlock.storage import postgres
 
-    admin_dsn = from_url(stores.url()).dsn  # type: ignore[attr-defined]
+    admin_dsn = from_url(stores.url()).dsn.split("?")[0]  # type: ignore[attr-defined]
     app = f"il_{stores.pg_schema}"
     store = PostgresCheckpointer(f"{admin_dsn}?application_name={app}", schema=stores.pg_schema,
                                  min_size=1, max_size=1)
@@ -887,7 +895,6 @@ def test_postgres_repeats_a_read_whose_connection_died_unnoticed(
 @pytest.mark.parametrize("kwargs", [{"schema": ""}, {"schema": "s" * 64},
                                     {"min_size": 5, "max_size": 2}, {"max_size": 0}])
 def test_postgres_settings_are_checked_when_created(kwargs: dict[str, Any]) -> None:
-    pytest.importorskip("psycopg")
     from interlock import ConfigurationError, PostgresCheckpointer
 
     with pytest.raises(ConfigurationError):

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import StoreFactory
+from conftest import StoreFactory, unavailable
 from interlock import (
     Agent,
     CallState,
@@ -142,8 +142,9 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
                           capture_output=True, text=True)
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the full-disk and "
-                    f"read-only cases need one")
+        unavailable("The full-disk and read-only SQLite tests",
+                    f"they need a tmpfs (mount -t tmpfs, as root) and it cannot be mounted "
+                    f"here ({done.stderr.strip()})")
     try:
         yield path
     finally:
@@ -492,6 +493,7 @@ def test_a_thousand_threads_with_one_timestamp_are_all_listed_and_expired(
 # ---------------------------------------------------------------------- Postgres stopped
 
 
+@pytest.mark.postgres
 def test_a_stopped_postgres_is_reported_as_unreachable(tmp_path: Path) -> None:
     from conftest import require_postgres
     from interlock import PostgresCheckpointer
@@ -508,6 +510,11 @@ def test_a_stopped_postgres_is_reported_as_unreachable(tmp_path: Path) -> None:
             agent.resume("t", [{"type": "approve"}])
         assert "max_size" not in str(err.value)
         assert ran.calls == 0
+        with pytest.raises(StorageError, match="unreachable") as err:
+            agent.get_thread("t")
+        # a read says it was one (it said "Nothing of this change was stored")
+        assert "This was a read: nothing was changed." in str(err.value)
+        assert "change was stored" not in str(err.value)
         pg.start()
         deadline = time.monotonic() + 30
         while True:  # reads are harmless to repeat while the pool reconnects
@@ -523,3 +530,46 @@ def test_a_stopped_postgres_is_reported_as_unreachable(tmp_path: Path) -> None:
         agent.close()
     finally:
         pg.remove()
+
+
+def test_a_result_that_cannot_be_stored_is_kept_through_failed_recoveries(
+        tmp_path: Path) -> None:
+    """Another connection holds SQLite's write lock from the moment the tool runs: the
+    result cannot be stored, nor can three recoveries while the lock is held. The result is
+    kept in this process until a recovery can store it; nobody is asked "outcome unknown" and
+    the tool runs once (before: the first failed recovery threw it away)."""
+    path = tmp_path / "t.db"
+    ran = Counter()
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge an amount."""
+        ran.calls += 1
+        holder.execute("BEGIN IMMEDIATE")  # another writer takes the lock meanwhile
+        return f"charged {amount}"
+
+    def reply(messages: Any) -> Any:
+        if messages[-1].role == "tool":
+            return f"done: {messages[-1].content}"
+        return {"name": "charge", "args": {"amount": 5}, "id": "c1"}
+
+    agent = Agent(model=ScriptedModel(reply), tools=[charge],
+                  middleware=[HumanInTheLoop({"charge": True})],
+                  checkpointer=SqliteCheckpointer(path, busy_timeout=0.1))
+    assert agent.invoke("charge it", thread_id="t").interrupted
+    try:
+        with pytest.raises(StorageError, match="locked"):
+            agent.resume("t", [{"type": "approve"}])
+        for _ in range(3):
+            assert agent.recover_stale() == []  # each attempt fails while the lock is held
+            with pytest.raises(StorageError, match="locked"):
+                agent.recover("t")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    [result] = agent.recover_stale()
+    assert result.status == "completed"
+    assert result.output == "done: charged 5"
+    assert ran.calls == 1
+    assert outcome_unknown_rows(agent, "t") == 0

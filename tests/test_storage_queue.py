@@ -1,7 +1,8 @@
 """Conformance of the storage Protocol's optional capabilities: the run queue (``RunQueue``)
-of separate worker processes and the change signals (``ChangeSignals``) that wake other
-processes. Every backend runs this file: one that declares a capability must pass its tests;
-one that does not must refuse a commit that asks to queue a run. (Postgres has both.)"""
+of separate worker processes, the change signals (``ChangeSignals``) that wake other
+processes and the recovery sweep's index (``SweepIndex``). Every backend runs this file: one
+that declares a capability must pass its tests; one that does not must refuse a commit that
+asks to queue a run. (Postgres has all three, SQLite the sweep index.)"""
 
 from __future__ import annotations
 
@@ -15,19 +16,24 @@ import pytest
 from interlock import ConfigurationError
 from interlock.storage.base import (
     CHANGE_SIGNALS,
+    EVENT_RELAY,
     RUN_QUEUE,
+    SWEEP_INDEX,
     ChangeSignals,
     Commit,
+    EventRelay,
     RunQueue,
+    SweepIndex,
     capabilities,
+    needs_sweep,
 )
 from test_storage_conformance import T0, run, thread
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
 
-DECLARED = {"memory": frozenset(), "sqlite": frozenset(),
-            "postgres": frozenset({RUN_QUEUE, CHANGE_SIGNALS})}
+DECLARED = {"memory": frozenset(), "sqlite": frozenset({SWEEP_INDEX}),
+            "postgres": frozenset({RUN_QUEUE, CHANGE_SIGNALS, SWEEP_INDEX, EVENT_RELAY})}
 
 
 def queue_of(stores: StoreFactory) -> RunQueue:
@@ -166,3 +172,67 @@ def test_commits_of_another_instance_send_signals(stores: StoreFactory) -> None:
     got["changes"].clear()
     run(writer.commit(Commit(thread=thread("t1", 3)), expected_version=2))
     assert not got["changes"].wait(0.5)  # stopped
+
+
+def test_the_sweep_index_holds_exactly_the_marked_threads_and_pages(
+        stores: StoreFactory) -> None:
+    """``sweep_candidates``: the threads ``needs_sweep`` marks (running; failed with an open
+    turn or with tool results the model has not seen), by thread id, ``limit`` at a time from
+    ``after``, following every commit."""
+    store = stores()
+    if SWEEP_INDEX not in capabilities(store):
+        pytest.skip(f"{stores.kind} has no sweep index (optional capability)")
+    assert isinstance(store, SweepIndex)
+    kinds: dict[str, dict[str, Any]] = {
+        "a-running": {"status": "running"},
+        "b-failed-open-turn": {"status": "failed", "turn": 1},
+        "c-failed-unseen": {"status": "failed", "results_unseen": True},
+        "d-failed-nothing-left": {"status": "failed"},
+        "e-completed": {"status": "completed"},
+        "f-interrupted": {"status": "interrupted", "turn": 1},
+        "g-idle": {},
+    }
+    for tid, fields in kinds.items():
+        run(store.commit(Commit(thread=thread(tid, 1, **fields)), expected_version=None))
+    marked = ["a-running", "b-failed-open-turn", "c-failed-unseen"]
+    assert marked == sorted(t for t, f in kinds.items() if needs_sweep(thread(t, 1, **f)))
+    assert [t.thread_id for t in run(store.sweep_candidates())] == marked
+    first = run(store.sweep_candidates(limit=2))
+    rest = run(store.sweep_candidates(limit=2, after=first[-1].thread_id))
+    assert [t.thread_id for t in first + rest] == marked
+    # the run ends: the thread leaves the index; a failure with work left puts it back
+    run(store.commit(Commit(thread=thread("a-running", 2, status="completed")),
+                     expected_version=1))
+    run(store.commit(Commit(thread=thread("e-completed", 2, status="failed", turn=3)),
+                     expected_version=1))
+    assert [t.thread_id for t in run(store.sweep_candidates())] == [
+        "b-failed-open-turn", "c-failed-unseen", "e-completed"]
+
+
+def test_relayed_events_reach_every_listener_and_large_ones_are_cut(
+        stores: StoreFactory) -> None:
+    """``EventRelay``: an event one process relays reaches the callbacks of another (a
+    worker's run events, streamed by an API server); one over the payload limit arrives with
+    its names and ids but without its arguments and content, marked ``cut``."""
+    import queue as queues
+
+    sender, listener = stores(), stores()
+    if EVENT_RELAY not in capabilities(sender):
+        pytest.skip(f"{stores.kind} relays no events (optional capability)")
+    assert isinstance(sender, EventRelay) and isinstance(listener, EventRelay)
+    got: queues.Queue[tuple[str, dict[str, Any]]] = queues.Queue()
+    stop = listener.on_relayed_event(lambda tid, ev: got.put((tid, ev)))
+    try:
+        small = {"type": "tool_started", "thread_id": "t1",
+                 "call": {"id": "c1", "name": "execute_sql", "args": {"query": "SELECT ü"}}}
+        run(sender.relay_event("t1", small))
+        assert got.get(timeout=10) == ("t1", small)
+        big = {"type": "tool_finished", "thread_id": "t1", "result": {
+            "tool_call_id": "c1", "name": "execute_sql", "content": "y" * 20_000,
+            "status": "success"}}
+        run(sender.relay_event("t1", big))
+        assert got.get(timeout=10) == ("t1", {
+            "type": "tool_finished", "thread_id": "t1", "cut": True, "result": {
+                "tool_call_id": "c1", "name": "execute_sql", "status": "success"}})
+    finally:
+        stop()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 import sqlite3
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from conftest import PG_DSN
 from interlock import Checkpointer, Interrupt, Reviewer, ThreadRecord
 from interlock.authz import facts_of, may_read, read_keys, reviewer_keys
 from interlock.storage.base import Commit, search_key, search_text
@@ -226,13 +228,14 @@ def test_a_reviewer_lists_exactly_the_threads_authz_lets_it_read(stores: StoreFa
         for access in new:
             i = next(n)
             rec = _with_access(f"r{i}", 1, T0 + timedelta(seconds=i % 4), access)
-            run(store.commit(Commit(thread=rec), expected_version=None))
+            run(store.commit(Commit(thread=rec, readers=read_keys(rec)), expected_version=None))
             stored[rec.thread_id] = rec
         for j, access in enumerate(changed):
             old = stored[sorted(stored)[j * 7 % len(stored)]]
             rec = _with_access(old.thread_id, old.version + 1,
                                T0 + timedelta(seconds=old.version + 5), access)
-            run(store.commit(Commit(thread=rec), expected_version=old.version))
+            run(store.commit(Commit(thread=rec, readers=read_keys(rec)),
+                             expected_version=old.version))
             stored[rec.thread_id] = rec
         for rv in reviewers:
             for status, search in ((None, None), ("interrupted", None), (None, "r1")):
@@ -263,16 +266,19 @@ def test_read_keys_agree_with_may_read() -> None:
 # -- migrations and a Postgres without pg_trgm --------------------------------------------------
 
 
-def test_a_version_4_sqlite_file_gets_its_search_index_and_readers(
-        sqlite_stores: StoreFactory) -> None:
-    """Files written before the trigram index: every row's search text is computed again
-    (changes stored then did not update it), indexed, and its readers recorded."""
+OLD_THREAD = _with_access("old", 2, T0, {"created_by": "bob", "deciders": [],
+                                         "calls": [["dba"]], "question": False,
+                                         "status": "interrupted"}).model_copy(
+    update={"preview": "Drop the Orders table"})
+"""A thread stored before the readers index: bob's, with a call for the role ``dba``."""
+
+
+def _version_4_file(path: Path) -> None:
+    """A SQLite file as interlock wrote it at schema version 4, holding ``OLD_THREAD``."""
     from interlock.storage.sqlite import MIGRATIONS
 
-    t = _with_access("old", 2, T0, {"created_by": "bob", "deciders": [], "calls": [["dba"]],
-                                   "question": False, "status": "interrupted"})
-    t = t.model_copy(update={"preview": "Drop the Orders table"})
-    conn = sqlite3.connect(sqlite_stores.sqlite_path)
+    t = OLD_THREAD
+    conn = sqlite3.connect(path)
     for script in MIGRATIONS[:4]:
         conn.executescript(script)
     conn.execute("CREATE TABLE interlock_meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -282,6 +288,13 @@ def test_a_version_4_sqlite_file_gets_its_search_index_and_readers(
                  ("old", t.status, 2, T0.isoformat(), t.model_dump_json()))
     conn.commit()
     conn.close()
+
+
+def test_a_version_4_sqlite_file_gets_its_search_index_and_readers(
+        sqlite_stores: StoreFactory) -> None:
+    """Files written before the trigram index: every row's search text is computed again
+    (changes stored then did not update it), indexed, and its readers recorded."""
+    _version_4_file(sqlite_stores.sqlite_path)
     store = sqlite_stores()
     assert [r.thread_id for r in run(store.list_threads(search="orders table"))] == ["old"]
     assert run(store.list_threads(search="stale text")) == []
@@ -295,6 +308,119 @@ def test_a_version_4_sqlite_file_gets_its_search_index_and_readers(
                             "MATCH '\"orders\"'").fetchone() == (1,)
     finally:
         conn.close()
+
+
+def test_an_old_sqlite_file_with_threads_needs_the_read_keys_rule(tmp_path: Path) -> None:
+    """The store does not know who may read a thread: opened without ``read_keys``, a file
+    whose threads have no read keys yet is refused with an error that names the fix, and is
+    left as it was; opened with it, its threads are indexed."""
+    from interlock import SqliteCheckpointer
+    from interlock.errors import ConfigurationError
+
+    path = tmp_path / "v4.db"
+    _version_4_file(path)
+    bare = SqliteCheckpointer(path)
+    with pytest.raises(ConfigurationError, match=r"read_keys=interlock\.authz\.read_keys"):
+        run(bare.list_threads())
+    run(bare.close())
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT value FROM interlock_meta WHERE key='schema_version'"
+                            ).fetchone() == ("4",)
+        assert conn.execute("SELECT name FROM sqlite_master WHERE name='interlock_readers'"
+                            ).fetchone() is None
+    finally:
+        conn.close()
+    store = SqliteCheckpointer(path, read_keys=read_keys)
+    try:
+        alice = Reviewer("alice", frozenset({"dba"}))
+        assert [r.thread_id for r in run(store.list_threads(
+            readers=reviewer_keys(alice)))] == ["old"]
+    finally:
+        run(store.close())
+
+
+def test_an_agent_gives_an_old_file_the_read_keys_rule(tmp_path: Path) -> None:
+    """An application that upgrades keeps writing ``Agent(checkpointer=SqliteCheckpointer(
+    path))``: the agent hands the store the rule, so the old file's threads are indexed."""
+    from interlock import Agent, ScriptedModel, SqliteCheckpointer
+
+    path = tmp_path / "v4.db"
+    _version_4_file(path)
+    store = SqliteCheckpointer(path)
+    agent = Agent(model=ScriptedModel(["ok"]), checkpointer=store)
+    try:
+        alice = Reviewer("alice", frozenset({"dba"}))
+        assert [r.thread_id for r in run(store.list_threads(
+            readers=reviewer_keys(alice)))] == ["old"]
+    finally:
+        agent.close()
+
+
+def test_a_new_file_needs_no_read_keys_rule(tmp_path: Path) -> None:
+    """Only threads stored before the index need the rule: a new file opens without it, and
+    a commit's ``readers`` are what a reviewer's listing matches."""
+    from interlock import SqliteCheckpointer
+
+    store = SqliteCheckpointer(tmp_path / "new.db")
+    try:
+        run(store.commit(Commit(thread=OLD_THREAD.model_copy(update={"version": 1}),
+                                readers=["role:dba"]), expected_version=None))
+        assert [r.thread_id for r in run(store.list_threads(
+            readers=reviewer_keys(Reviewer("alice", frozenset({"dba"})))))] == ["old"]
+        assert run(store.list_threads(readers=reviewer_keys(Reviewer("bob")))) == []
+    finally:
+        run(store.close())
+
+
+def old_pg_schema(conn: Any, schema: str, version: int) -> None:
+    """Make ``schema`` as a release at schema ``version`` left it (empty tables)."""
+    from interlock.storage import postgres
+
+    conn.execute(f'CREATE SCHEMA "{schema}"')
+    conn.execute(f'CREATE TABLE "{schema}".interlock_meta (key TEXT PRIMARY KEY, '
+                 f"value TEXT NOT NULL)")
+    q = postgres._Statements(schema)
+    for migration in postgres.MIGRATIONS[:version]:
+        for stmt in migration:
+            if isinstance(stmt, str):
+                conn.execute(q.fmt(stmt))
+            else:
+                stmt(conn, q)
+    conn.execute(f'INSERT INTO "{schema}".interlock_meta VALUES (%s, %s)',
+                 ["schema_version", str(version)])
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_a_version_6_postgres_schema_gets_its_readers(stores: StoreFactory) -> None:
+    """A Postgres schema written before the readers index: refused without ``read_keys``
+    (nothing changed), its threads indexed with it."""
+    import psycopg
+
+    from interlock import PostgresCheckpointer
+    from interlock.errors import ConfigurationError
+
+    s = stores.pg_schema
+    t = OLD_THREAD
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        old_pg_schema(conn, s, 6)
+        conn.execute(f'INSERT INTO "{s}".interlock_threads (thread_id, status, version, '
+                     f"updated_at, data) VALUES (%s, %s, %s, %s, %s)",
+                     [t.thread_id, t.status, t.version, T0, t.model_dump_json()])
+    bare = PostgresCheckpointer(PG_DSN, schema=s)
+    try:
+        with pytest.raises(ConfigurationError, match=r"read_keys=interlock\.authz\.read_keys"):
+            run(bare.list_threads())
+    finally:
+        run(bare.close())
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        assert conn.execute(f"SELECT value FROM \"{s}\".interlock_meta "
+                            f"WHERE key = 'schema_version'").fetchone() == ("6",)
+    store = stores()
+    alice, carol = Reviewer("alice", frozenset({"dba"})), Reviewer("carol")
+    assert [r.thread_id for r in run(store.list_threads(
+        readers=reviewer_keys(alice)))] == ["old"]
+    assert run(store.list_threads(readers=reviewer_keys(carol))) == []
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)

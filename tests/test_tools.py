@@ -12,7 +12,9 @@ from pydantic import BaseModel
 from conftest import StoreFactory
 from interlock import (
     Agent,
+    AssistantMessage,
     ConfigurationError,
+    HumanInTheLoop,
     ScriptedModel,
     ToolContext,
     ToolMessage,
@@ -121,7 +123,7 @@ def test_tool_context_is_injected_and_stable(stores: StoreFactory) -> None:
         ("thr", "p1", 1), ("thr", "p2", 1)]
     assert len({c.idempotency_key for c in seen}) == 2
     assert all(len(c.idempotency_key) == 32 for c in seen)
-    from interlock._texts import idempotency_key
+    from interlock._engine.texts import idempotency_key
 
     assert seen[0].idempotency_key == idempotency_key("thr", "p1")
 
@@ -132,14 +134,49 @@ def test_duplicate_tool_call_ids_from_the_model_are_made_unique(stores: StoreFac
         """Ping."""
         return "pong"
 
-    # some OpenAI-compatible servers number calls per turn, reusing ids across turns
+    # some OpenAI-compatible servers number calls per turn, reusing ids across turns; a call
+    # repeated within one reply (same id, tool and arguments) is one call
     script = [[{"name": "ping", "args": {}, "id": "call_0"}],
               [{"name": "ping", "args": {}, "id": "call_0"},
-               {"name": "ping", "args": {}, "id": "call_0"}], "done"]
-    agent = Agent(model=ScriptedModel(script), tools=[ping], checkpointer=stores())
+               {"name": "ping", "args": {}, "id": "call_0"},
+               {"name": "echo", "args": {"text": "a"}, "id": "call_1"},
+               {"name": "echo", "args": {"text": "b"}, "id": "call_1"}], "done"]
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    agent = Agent(model=ScriptedModel(script), tools=[ping, echo], checkpointer=stores())
     result = agent.invoke("go", thread_id="t")
-    ids = [m.tool_call_id for m in result.messages if isinstance(m, ToolMessage)]
-    assert ids == ["call_0", "call_0_2", "call_0_3"]
+    results = [(m.tool_call_id, m.content) for m in result.messages
+               if isinstance(m, ToolMessage)]
+    assert results == [("call_0", "pong"), ("call_0_2", "pong"), ("call_1", "a"),
+                       ("call_1_2", "b")]
+    turn = [m for m in result.messages if isinstance(m, AssistantMessage)][1]
+    assert [c.id for c in turn.tool_calls] == ["call_0_2", "call_1", "call_1_2"]
+
+
+def test_a_call_repeated_in_one_reply_is_asked_once_and_run_once(stores: StoreFactory) -> None:
+    """The OpenAI Agents SDK's approval tests: the same call id proposed twice in one turn is
+    one call (before, it was renamed, asked about and run twice: a duplicated side effect)."""
+    runs: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send a message."""
+        runs.append(to)
+        return f"sent to {to}"
+
+    same = {"name": "send", "args": {"to": "bob"}, "id": "c1"}
+    agent = Agent(model=ScriptedModel([[same, same], "done"]), tools=[send],
+                  checkpointer=stores(), middleware=[HumanInTheLoop(interrupt_on={"send": True})])
+    paused = agent.invoke("go", thread_id="t")
+    (intr,) = paused.interrupts
+    assert [a.tool_call_id for a in intr.value.action_requests] == ["c1"]
+    done = agent.resume("t", [{"type": "approve"}])
+    assert done.output == "done" and runs == ["bob"]
+    assert [m.tool_call_id for m in done.messages if isinstance(m, ToolMessage)] == ["c1"]
 
 
 def test_tool_call_ids_stay_unique_across_runs_agents_and_the_message_cache(

@@ -1,10 +1,11 @@
 """interlock: human approval for AI-agent tool calls — pause, review, resume, exactly once."""
 
-from .agent import Agent, Command, ThreadState
-from .audit import AuditProblem
-from .audit_verify import AuditHead, AuditReport
+from .agent import Agent
+from .audit.records import AuditProblem
+from .audit.verify import AuditHead, AuditReport
 from .decisions import Approve, Decision, Edit, EditedAction, Reject, Respond, Reviewer
 from .errors import (
+    CallNotFound,
     ConcurrencyError,
     ConfigurationError,
     InterlockError,
@@ -19,12 +20,14 @@ from .errors import (
     ResumeError,
     RunLimitExceeded,
     StaleInterrupt,
+    StaleRevision,
     StorageError,
     SubAgentMismatch,
     SubAgentThread,
     ThreadBusy,
     ThreadInterrupted,
     ThreadNotFound,
+    VersionConflict,
 )
 from .events import (
     Event,
@@ -35,7 +38,8 @@ from .events import (
     ToolFinished,
     ToolStarted,
 )
-from .hitl import ActionRequest, HITLRequest, HumanInTheLoop, InterruptOn, ReviewConfig
+from .hitl import HumanInTheLoop, InterruptOn
+from .inputs import Command
 from .interrupts import Interrupt, PathStep, interrupt
 from .messages import (
     AssistantMessage,
@@ -50,6 +54,7 @@ from .middleware import Middleware, ModelTurn, ToolCallRequest
 from .models.base import Model
 from .models.scripted import ScriptedModel
 from .result import RunResult
+from .review_request import ActionRequest, HITLRequest, ReviewConfig
 from .storage.base import (
     AuditRecord,
     CallState,
@@ -61,6 +66,7 @@ from .storage.base import (
 )
 from .storage.memory import MemoryCheckpointer
 from .storage.sqlite import SqliteCheckpointer
+from .thread_state import ThreadState
 from .tools import Tool, ToolContext, ToolError, ToolSource, tool
 
 __version__ = "0.1.0"
@@ -93,6 +99,7 @@ __all__ = [
     "AuditProblem",
     "AuditRecord",
     "AuditReport",
+    "CallNotFound",
     "CallState",
     "Checkpointer",
     "Command",
@@ -137,6 +144,7 @@ __all__ = [
     "ScriptedModel",
     "SqliteCheckpointer",
     "StaleInterrupt",
+    "StaleRevision",
     "StorageError",
     "SubAgentMismatch",
     "SubAgentThread",
@@ -158,6 +166,7 @@ __all__ = [
     "ToolStarted",
     "Usage",
     "UserMessage",
+    "VersionConflict",
     "interrupt",
     "tool",
 ]

@@ -7,32 +7,43 @@ import contextlib
 import logging
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import _decide, _loop
-from ._decide import ResumeSpec
-from ._deps import RunDeps
-from ._engine import Step, T, perform
-from ._execute import build_tool_handler
-from ._snapshots import DEFAULT_THREADS, SnapshotCache
-from ._subagents import child_state, state_of
+from . import observe
+from ._engine import (
+    DEFAULT_THREADS,
+    ResumeSpec,
+    RunDeps,
+    Sink,
+    SnapshotCache,
+    Step,
+    T,
+    ThreadTxn,
+    build_tool_handler,
+    perform,
+    public_interrupt,
+    run_result,
+)
+from ._engine import decide as _decide
+from ._engine import loop as _loop
+from ._engine.runner import ChildRunner  # beside the package: one import level less
 from ._sync import iterate_blocking, run_blocking
-from ._texts import public_interrupt
-from ._txn import Sink, ThreadTxn
-from .audit_key import load_key
-from .audit_verify import AuditHead, AuditReport, export_head, verify_store
+from .audit.key import load_key
+from .audit.verify import AuditHead, AuditReport, export_head, verify_store
 from .authz import (
     Reviewer,
-    actor_of,
     check_name,
+    check_outcome,
     check_read,
     facts_of,
     may_read,
+    read_keys,
     reviewer_keys,
 )
+from .call_outcome import CallOutcome
 from .errors import (
+    CallNotFound,
     ConfigurationError,
     InterlockError,
     InterlockWarning,
@@ -42,10 +53,14 @@ from .errors import (
     ThreadNotFound,
 )
 from .events import Event, RunCompleted
+from .inputs import Command as Command  # its import path since the start
+from .inputs import coerce_input as _coerce_input
+from .inputs import known_thread as _known
+from .inputs import resumed_thread
+from .inputs import reviewer_of as _reviewer
+from .inputs import thread_of as _thread_of
 from .integrations import expand_tools
-from .interrupts import Interrupt
-from .leases import owner_alive, process_owner
-from .messages import MESSAGE_ADAPTER, Message, UserMessage
+from .leases import process_owner
 from .middleware import bind
 from .models.base import Model
 from .models.resolve import resolve_model
@@ -55,140 +70,21 @@ from .storage.base import (
     AuditRecord,
     Checkpointer,
     JournalEntry,
-    ParentLink,
     RememberedApproval,
     ThreadRecord,
     parent_chain,
 )
 from .storage.memory import MemoryCheckpointer
-from .subagents import Caller, ChildState, SubAgentTool
-from .text import check_input, text_problem
+from .subagents import SubAgentTool
+from .sweeps import stale_threads
+from .text import check_input
+from .thread_state import ThreadState as ThreadState  # its import path since the start
 from .tools import Tool, ToolSource, start_worker
 
 log = logging.getLogger("interlock")
 
 _UNSET: Any = object()
 """How far up the parents of a sub-agent's thread are followed."""
-
-
-@dataclass(frozen=True)
-class Command:
-    """LangChain-style input: ``agent.invoke(Command(resume={"decisions": [...]}), thread_id=...)``.
-
-    ``resume`` may be ``{"decisions": [...]}``, a list of decisions, a mapping
-    ``{interrupt_id: answer}``, or a plain answer for a pending ``interrupt()``.
-    """
-
-    resume: Any
-
-
-@dataclass(frozen=True)
-class ThreadState:
-    """A thread as stored: status, messages, pending interrupts, the open turn's journal."""
-
-    thread_id: str
-    status: str
-    version: int
-    messages: list[Message]
-    interrupts: list[Interrupt]
-    remembered: list[RememberedApproval]
-    journal: list[JournalEntry]
-    created_at: datetime
-    updated_at: datetime
-    error: str | None = None
-    preview: str = ""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    created_by: str | None = None
-    """Who created the thread (``None``: the application); see :mod:`interlock.authz`."""
-    parent: ParentLink | None = None
-    """For a sub-agent's thread (``Agent.as_tool``): the parent call it runs for."""
-
-
-def _coerce_input(value: Any) -> list[Message]:
-    """The input as messages; text that cannot be stored is refused (``InvalidText``)."""
-    messages = _as_messages(value)
-    for n, m in enumerate(messages):
-        check_input(m, f"input message {n + 1} ({m.role})")
-    return messages
-
-
-def _as_messages(value: Any) -> list[Message]:
-    if isinstance(value, str):
-        return [UserMessage(content=value)]
-    if isinstance(value, Mapping):
-        if "messages" in value:
-            return _as_messages(list(value["messages"]))
-        return [MESSAGE_ADAPTER.validate_python(dict(value))]
-    if isinstance(value, Sequence):
-        out: list[Message] = []
-        for item in value:
-            out.extend(_as_messages(item))
-        return out
-    try:
-        return [MESSAGE_ADAPTER.validate_python(value)]
-    except Exception:
-        raise ConfigurationError(
-            f"Cannot use {type(value).__name__} as agent input; pass a string, a message, a "
-            f"list of messages or Command(resume=...)."
-        ) from None
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _thread_of(method: str, thread_id: object, config: object) -> str:
-    """The thread id of an ``invoke`` / ``stream`` call: ``thread_id=...``, or LangChain's
-    ``config={"configurable": {"thread_id": ...}}``."""
-    spelling = (f"agent.{method}(message, thread_id='t1') (LangChain's "
-                f"config={{'configurable': {{'thread_id': 't1'}}}} works too)")
-    if config is not None:
-        configurable = config.get("configurable") if isinstance(config, Mapping) else None
-        from_config = configurable.get("thread_id") if isinstance(configurable, Mapping) \
-            else None
-        if from_config is None:
-            raise ConfigurationError(
-                f"{method}(config={_short(config)}) names no thread: interlock reads only "
-                f"config['configurable']['thread_id']. Write {spelling}."
-            )
-        extra = sorted(set(config) - {"configurable"}) if isinstance(config, Mapping) else []
-        extra += sorted(f"configurable.{k}" for k in configurable if k != "thread_id") \
-            if isinstance(configurable, Mapping) else []
-        if extra:
-            raise ConfigurationError(
-                f"{method}(config=...) has {', '.join(map(repr, extra))}, which interlock does "
-                f"not use (it reads only the thread id; set limits with Agent(max_turns=...)). "
-                f"Pass only the thread: {spelling}."
-            )
-        if thread_id is not None and thread_id != from_config:
-            raise ConfigurationError(
-                f"{method}() got two different threads: thread_id={thread_id!r} and "
-                f"config's thread_id {from_config!r}. Pass one of them."
-            )
-        thread_id = from_config
-    if thread_id is None:
-        raise ConfigurationError(f"{method}() needs a thread id: {spelling}.")
-    if not isinstance(thread_id, str) or not thread_id:
-        raise ConfigurationError(
-            f"{method}(): the thread id must be a non-empty string, got {_short(thread_id)}. "
-            f"Write {spelling}."
-        )
-    return thread_id
-
-
-def _known(thread_id: str) -> str:
-    """A thread id to look up; one with text no store can hold cannot name a thread."""
-    if text_problem(thread_id) is not None:
-        raise ThreadNotFound(thread_id)
-    return thread_id
-
-
-def _reviewer(reviewer: Reviewer | str | None) -> tuple[Reviewer | None, str]:
-    """The acting identity and the name recorded for it; reserved names are refused."""
-    check_input(reviewer.id if isinstance(reviewer, Reviewer) else reviewer, "the reviewer id")
-    rv = Reviewer(reviewer) if isinstance(reviewer, str) else reviewer
-    return rv, actor_of(rv)
 
 
 class Agent:
@@ -199,6 +95,8 @@ class Agent:
     (``invoke``) that runs the same code; the sync form refuses to run inside an event loop.
     ``cached_threads``: how many threads' messages this process keeps after using them, so
     that continuing one of them reads only its new messages from the store (0: off).
+    ``max_turns``: the most model calls of one run; each ``invoke``, ``resume`` or answer is a
+    run and counts from zero (``RunLimitExceeded`` past it).
     """
 
     def __init__(
@@ -244,6 +142,10 @@ class Agent:
             log.info("Agent %r: no checkpointer given, using MemoryCheckpointer (not durable)",
                      name)
         self.checkpointer: Checkpointer = checkpointer
+        if getattr(checkpointer, "read_keys", False) is None:
+            # the rule the store's migration needs for threads stored before its readers
+            # index; the agent owns it and gives it to a store built without it
+            setattr(checkpointer, "read_keys", read_keys)  # noqa: B010
         for sub in subagents:
             if sub.runner.checkpointer is not checkpointer:
                 raise SubAgentMismatch(
@@ -289,7 +191,7 @@ class Agent:
         When the child pauses, the parent pauses too and shows the child's requests with their
         path; decide them on the parent thread. See docs/subagents.md."""
         return SubAgentTool(
-            _ChildRunner(self), name=name or self.name,
+            ChildRunner(self), name=name or self.name,
             description=description if description is not None else
             f"Give the {self.name} agent a task; it works on it with its own tools and "
             f"answers with its result.")
@@ -302,7 +204,8 @@ class Agent:
         agent: Agent = self
         for link in reversed(chain):
             tool = agent.tools_by_name.get(link.tool_name)
-            if not (isinstance(tool, SubAgentTool) and isinstance(tool.runner, _ChildRunner)):
+            if not (isinstance(tool, SubAgentTool) and isinstance(tool.runner, ChildRunner)
+                    and isinstance(tool.runner.agent, Agent)):
                 raise SubAgentThread(
                     thread_id, chain[0].thread_id, chain[0].tool_call_id,
                     f"it is settled through thread {tid!r}, run by agent {chain[-1].agent!r} "
@@ -318,20 +221,26 @@ class Agent:
     # ------------------------------------------------------------------ running
 
     def _deps(self) -> RunDeps:
+        observer = observe.current()
         return RunDeps(
-            model=self.model, tools=self.tools, tools_by_name=self.tools_by_name,
-            middleware=self._bound, tool_handler=self.tool_handler,
+            model=self.model if observer is None else observer.model(self.model),
+            tools=self.tools, tools_by_name=self.tools_by_name,
+            middleware=self._bound,
+            tool_handler=self.tool_handler if observer is None
+            else observer.tool_handler(self.tool_handler),
             system_prompt=self.system_prompt, max_turns=self.max_turns, lease=self.lease,
             clock=self.clock, owner=self.owner, tool_grace=self.tool_grace,
-            snapshots=self._snapshots, agent_name=self.name,
+            snapshots=self._snapshots, agent_name=self.name, observer=observer,
         )
 
     async def _perform(
         self, thread_id: str, step: Callable[[ThreadTxn, RunDeps], Awaitable[T]], *,
         sink: Sink | None = None, on_stored: Callable[[], None] | None = None,
-        handoff: bool = False, claimed: bool = False,
+        handoff: bool = False, claimed: bool = False, create: bool = False,
     ) -> T:
-        """Every operation on a thread goes through the engine's one entry."""
+        """Every operation on a thread goes through the engine's one entry; its thread id is
+        checked here, once (``create``: the operation may create the thread)."""
+        thread_id = _known(thread_id, create=create)
         deps = self._deps()
         bound: Step[T] = lambda txn: step(txn, deps)  # noqa: E731
         return await perform(self.checkpointer, deps, thread_id, bound, sink=sink,
@@ -344,6 +253,7 @@ class Agent:
         on_event: Callable[[Event], Awaitable[None]] | None = None,
         reviewer: Reviewer | str | None = None,
         handoff: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> RunResult:
         """Send a user message (or a ``Command``) and run until the answer or a pause.
 
@@ -360,7 +270,9 @@ class Agent:
         ``InterruptOn(self_approval=False)`` keeps that identity from approving them.
         ``handoff``: store the input and put the run on the store's run queue, in one commit,
         for a worker process (``interlock worker``) to run; returns at once with status
-        ``queued`` (needs a store with a run queue: Postgres)."""
+        ``queued`` (needs a store with a run queue: Postgres). ``metadata``: stored with a
+        new thread (``ThreadState.metadata``; LangGraph's thread metadata), ignored for an
+        existing one."""
         thread_id = _thread_of("invoke", thread_id, config)
         rv, who = _reviewer(reviewer)
         if isinstance(input, Command):
@@ -370,8 +282,8 @@ class Agent:
                 on_stored=on_stored, handoff=handoff)
         messages = _coerce_input(input)
         return await self._perform(
-            thread_id, lambda txn, deps: _loop.start(txn, deps, messages, rv), sink=on_event,
-            on_stored=on_stored, handoff=handoff)
+            thread_id, lambda txn, deps: _loop.start(txn, deps, messages, rv, metadata),
+            sink=on_event, on_stored=on_stored, handoff=handoff, create=True)
 
     async def aresume(
         self,
@@ -399,13 +311,7 @@ class Agent:
         decisions are durably stored, even if the run then fails. ``handoff``: as for
         :meth:`ainvoke` (the decisions and the queued run in one commit).
         """
-        if not isinstance(thread_id, str):
-            raise ConfigurationError(
-                f"resume() takes the thread id first, then the decisions: "
-                f"agent.resume('t1', [{{'type': 'approve'}}]). It got "
-                f"{type(thread_id).__name__} {_short(thread_id)} where the thread id goes, so "
-                f"the thread id is missing."
-            )
+        thread_id = resumed_thread(thread_id)
         rv, who = _reviewer(reviewer)
         if decisions is None and value is _UNSET:
             raise ConfigurationError(
@@ -463,19 +369,18 @@ class Agent:
         """Continue a thread that stopped mid-run (crash, failed model call). Calls that had
         finished are never repeated; see the journal semantics in the docs. A sub-agent's
         thread is recovered through its top-most parent thread (whose result is returned)."""
-        return await self._perform(await self._root(thread_id), _loop.recover)
+        # a thread queued for a worker (``handoff``) is taken too: nobody may hold it yet
+        return await self._perform(await self._root(thread_id), _loop.recover, claimed=True)
 
     async def arecover_stale(self) -> list[RunResult]:
         """Recover every thread whose run stopped because its process is gone (status
-        ``running``, owner dead or lease expired): each continues, or pauses with an
-        "outcome unknown" request where the journal requires one. Threads still advanced by a
-        live process are left alone. ``interlock serve`` runs this at start and periodically;
+        ``running``, owner dead or lease expired), and every thread whose run failed part-way
+        with work left (status ``failed`` with an approved call not run yet, or tool results
+        the model was not called with): each continues, or pauses with an "outcome unknown"
+        request where the journal requires one. Threads still advanced by a live process are
+        left alone. ``interlock serve`` runs this at start and periodically;
         ``interlock recover`` runs it once."""
-        now = self.clock()
-        stale = [r.thread_id async for r in iter_threads(
-            self.checkpointer.list_threads, status="running")
-            if not (r.lease_owner and owner_alive(r.lease_owner, r.lease_until, now,
-                                                  r.thread_id))]
+        stale = await stale_threads(self.checkpointer, self.clock())
         results: list[RunResult] = []
         for thread_id in stale:
             try:
@@ -497,7 +402,7 @@ class Agent:
 
         async def step(txn: ThreadTxn, deps: RunDeps) -> RunResult:
             await _decide.cancel(txn, deps, reason, rv)
-            return txn.result()
+            return run_result(txn.snapshot)
 
         return await self._perform(thread_id, step)
 
@@ -549,27 +454,56 @@ class Agent:
             metadata=t.metadata, created_by=t.created_by, parent=t.parent,
         )
 
+    async def acall_outcome(self, thread_id: str, tool_call_id: str, *,
+                            reviewer: Reviewer | str | None = None) -> CallOutcome:
+        """Who decided a call, what and when (:class:`CallOutcome`). With ``reviewer``: only
+        if that identity may read the thread or could decide the call (a reviewer who lost a
+        race to another learns who won it)."""
+        snap = await self.checkpointer.load(_known(thread_id))
+        if snap is None:
+            raise ThreadNotFound(
+                thread_id, in_memory=isinstance(self.checkpointer, MemoryCheckpointer))
+        # the whole journal, not the open turn's: a finished run's calls are asked about too
+        # (the latest call with this id, should a model reuse ids across turns)
+        entry = snap.journal.get(tool_call_id) or next(
+            (e for e in reversed(await self.checkpointer.journal(thread_id))
+             if e.tool_call_id == tool_call_id), None)
+        if entry is None:
+            raise CallNotFound(thread_id, tool_call_id)
+        if reviewer is not None:
+            review = entry.review
+            check_outcome(_reviewer(reviewer)[0], facts_of(snap.thread),
+                          review.reviewers if review is not None else None, review is not None)
+        return CallOutcome.of(thread_id, entry)
+
     async def alist_threads(
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
         reviewer: Reviewer | str | None = None, top_level: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> list[ThreadRecord]:
         """Threads, newest first; page with ``before`` / ``before_id`` = the last row's
         ``updated_at`` / ``thread_id`` (see :mod:`interlock.paging`). ``search``: only threads
         whose id, latest message preview or pending requests (tool names, arguments,
         questions) contain this text, ignoring case. With ``reviewer``: only the threads it
         may read (:mod:`interlock.authz`). ``top_level``: without sub-agents' threads
-        (:meth:`as_tool`; their requests are shown and decided on their parents)."""
+        (:meth:`as_tool`; their requests are shown and decided on their parents).
+        ``metadata``: only threads whose metadata (given when they were started) contains
+        it, as Postgres's ``jsonb @>`` decides (``{"user": "ann"}`` finds the threads whose
+        ``user`` is ``"ann"``; see :func:`interlock.storage.base.metadata_contains`)."""
         rv, _ = _reviewer(reviewer)
+        # only passed when asked for: a store written before the filter existed still lists
+        extra: dict[str, Any] = {"metadata": dict(metadata)} if metadata else {}
         if rv is None or rv.is_admin:
             return await self.checkpointer.list_threads(status=status, limit=limit,
                                                         before=before, before_id=before_id,
-                                                        search=search, top_level=top_level)
+                                                        search=search, top_level=top_level,
+                                                        **extra)
         # the store's readers index holds who may read each thread (authz.read_keys)
         return await self.checkpointer.list_threads(status=status, limit=limit, before=before,
                                                     before_id=before_id, search=search,
                                                     readers=reviewer_keys(rv),
-                                                    top_level=top_level)
+                                                    top_level=top_level, **extra)
 
     async def acount_threads(self, *, status: str | None = None, search: str | None = None,
                              reviewer: Reviewer | str | None = None,
@@ -702,15 +636,22 @@ class Agent:
                    reviewer: Reviewer | str | None = None) -> ThreadState:
         return run_blocking(self.aget_thread(thread_id, reviewer=reviewer), "get_thread")
 
+    def call_outcome(self, thread_id: str, tool_call_id: str, *,
+                     reviewer: Reviewer | str | None = None) -> CallOutcome:
+        return run_blocking(self.acall_outcome(thread_id, tool_call_id, reviewer=reviewer),
+                            "call_outcome")
+
     def list_threads(self, *, status: str | None = None, limit: int = 50,
                      before: datetime | None = None,
                      before_id: str | None = None,
                      search: str | None = None,
                      reviewer: Reviewer | str | None = None,
-                     top_level: bool = False) -> list[ThreadRecord]:
+                     top_level: bool = False,
+                     metadata: Mapping[str, Any] | None = None) -> list[ThreadRecord]:
         return run_blocking(self.alist_threads(status=status, limit=limit, before=before,
                                                before_id=before_id, search=search,
-                                               reviewer=reviewer, top_level=top_level),
+                                               reviewer=reviewer, top_level=top_level,
+                                               metadata=metadata),
                             "list_threads")
 
     def count_threads(self, *, status: str | None = None, search: str | None = None,
@@ -758,50 +699,3 @@ class Agent:
 
     def close(self) -> None:
         run_blocking(self.aclose(), "close")
-
-
-class _ChildRunner:
-    """An :class:`Agent` behind a sub-agent tool, as the run engine drives it
-    (:class:`interlock.subagents.ChildRunner`)."""
-
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-
-    @property
-    def name(self) -> str:
-        return self.agent.name
-
-    @property
-    def checkpointer(self) -> Checkpointer:
-        return self.agent.checkpointer
-
-    async def _state(self, thread_id: str,
-                     run: Callable[[ThreadTxn, RunDeps], Awaitable[object]]) -> ChildState:
-        async def step(txn: ThreadTxn, deps: RunDeps) -> ChildState:
-            await run(txn, deps)
-            return child_state(txn, self.agent.name)
-
-        return await self.agent._perform(thread_id, step)
-
-    async def start_child(self, thread_id: str, task: str, caller: Caller) -> ChildState:
-        messages: list[Message] = [UserMessage(content=task)]
-        return await self._state(
-            thread_id, lambda txn, deps: _loop.start_child(txn, deps, messages, caller))
-
-    async def resume_child(self, thread_id: str, spec: Any) -> ChildState:
-        assert isinstance(spec, ResumeSpec)
-        return await self._state(thread_id, lambda txn, deps: _loop.resume(txn, deps, spec))
-
-    async def settle_child(self, thread_id: str) -> ChildState:
-        try:
-            return await self._state(thread_id, _loop.recover)
-        except ThreadBusy:
-            snap = await self.agent.checkpointer.load(thread_id)
-            if snap is None:
-                raise ThreadNotFound(thread_id) from None
-            return state_of(snap, self.agent.name, busy=True)
-
-    async def cancel_child(self, thread_id: str, reason: str | None,
-                           reviewer: Reviewer | None) -> None:
-        await self.agent._perform(thread_id, lambda txn, deps: _decide.cancel(
-            txn, deps, reason, reviewer, routed=True))

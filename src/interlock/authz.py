@@ -29,12 +29,14 @@ The model (see docs/security.md):
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import NotAuthorized
-from .hitl import read_request
+from .errors import ConfigurationError, NotAuthorized
+from .interrupts import Interrupt
+from .review_request import read_request
 from .storage.base import ThreadRecord
 
 ADMIN_ROLE = "admin"
@@ -62,6 +64,11 @@ class Reviewer:
     @property
     def is_admin(self) -> bool:
         return ADMIN_ROLE in self.roles
+
+    @property
+    def key(self) -> str:
+        """The id as compared: two reviewers with the same key are one person."""
+        return reviewer_key(self.id)
 
     def describe(self) -> str:
         return f"{self.id!r} (roles: {', '.join(sorted(self.roles)) or 'none'})"
@@ -100,8 +107,33 @@ class ThreadFacts:
 # -- names ----------------------------------------------------------------------------------
 
 
+def reviewer_key(name: str) -> str:
+    """The form under which reviewer ids are compared: NFKC-normalised, case-folded and
+    stripped, so ``alice``, ``Alice`` and ``ａｌｉｃｅ`` (full-width) are one person (a quorum
+    counts them once; loading tokens or notification reviewers that collide is refused)."""
+    return unicodedata.normalize("NFKC", name).casefold().strip()
+
+
+def same_reviewer(a: str | None, b: str | None) -> bool:
+    """Whether two reviewer ids name the same person (see :func:`reviewer_key`)."""
+    return a is not None and b is not None and reviewer_key(a) == reviewer_key(b)
+
+
+def check_distinct_ids(ids: Iterable[str], where: str) -> None:
+    """Refuse reviewer ids that are one person once normalised (``alice`` and ``Alice``;
+    :func:`interlock.authz.reviewer_key`) but are spelt differently."""
+    seen: dict[str, str] = {}
+    for rid in ids:
+        other = seen.setdefault(reviewer_key(rid), rid)
+        if other != rid:
+            raise ConfigurationError(
+                f"{where} names reviewers {other!r} and {rid!r}, which are the same reviewer "
+                f"once normalised (ids are compared NFKC-normalised and case-folded, so a "
+                f"quorum counts them once): spell each person's id one way everywhere.")
+
+
 def is_reserved(name: str) -> bool:
-    return name.strip().lower().startswith(RESERVED_PREFIXES)
+    return reviewer_key(name).startswith(RESERVED_PREFIXES)
 
 
 def check_name(name: str) -> str:
@@ -241,6 +273,21 @@ def check_read(reviewer: Reviewer | None, facts: ThreadFacts) -> None:
         )
 
 
+def check_outcome(reviewer: Reviewer | None, facts: ThreadFacts,
+                  call_reviewers: Sequence[str] | None, reviewed: bool) -> None:
+    """How a call was decided: readers of its thread, and whoever could decide the call
+    (``reviewed``: it paused for review; ``call_reviewers``: the roles it named), so that a
+    reviewer who lost a race sees who decided it, and what, instead of an access error."""
+    if may_read(reviewer, facts) or (reviewed and may_decide(reviewer, call_reviewers)):
+        return
+    assert reviewer is not None
+    raise NotAuthorized(
+        f"Reviewer {reviewer.describe()} may not see how call(s) of thread "
+        f"{facts.thread_id!r} were decided: it may not read the thread and could not decide "
+        f"the call."
+    )
+
+
 def check_admin(reviewer: Reviewer | None, what: str) -> None:
     """Operations that span every thread (the notification outbox, ...) are for the
     application itself (no reviewer) and holders of the admin role."""
@@ -283,10 +330,8 @@ def facts_of(thread: ThreadRecord) -> ThreadFacts:
         if intr.kind != "review":
             question = True
             continue
-        req = read_request(intr.value)
-        for a, c in zip(req.action_requests, req.review_configs, strict=True):
-            calls.append(CallPolicy(a.tool_call_id, a.name,
-                                    tuple(c.reviewers) if c.reviewers is not None else None))
+        calls += [CallPolicy(a.tool_call_id, a.name, c.reviewer_roles)
+                  for a, c in read_request(intr.value).pairs()]
     return ThreadFacts(thread_id=thread.thread_id, created_by=thread.created_by,
                        pending=tuple(calls), question_pending=question,
                        deciders=frozenset(thread.deciders))
@@ -302,7 +347,27 @@ def read_keys(thread: ThreadRecord) -> list[str]:
     creator and deciders (``user:NAME``), the roles of its pending review calls
     (``role:NAME``), and :data:`ANYONE_KEY` while a call any reviewer may decide, or a
     question in a thread the application started, is pending. A row whose pending requests
-    cannot be read gives only the creator and deciders."""
+    cannot be read gives only the creator and deciders.
+
+    They depend only on the row's ``pending``, ``deciders`` and ``created_by``; records are
+    values (a change is a new list), so a row that shares both lists with the last row asked
+    about (most commits of a run change neither) has its keys."""
+    global _last_keys
+    last = _last_keys
+    if last is not None and last[0] is thread.pending and last[1] is thread.deciders and \
+            last[2] == thread.created_by:
+        return list(last[3])
+    keys = _read_keys(thread)
+    _last_keys = (thread.pending, thread.deciders, thread.created_by, keys)
+    return list(keys)
+
+
+_last_keys: tuple[list[Interrupt], list[str], str | None, list[str]] | None = None
+"""The lists of the last row :func:`read_keys` was asked about, and its keys (held, so that
+the lists cannot be freed and their ids reused)."""
+
+
+def _read_keys(thread: ThreadRecord) -> list[str]:
     keys = {f"user:{name}" for name in thread.deciders}
     if thread.created_by is not None:
         keys.add(f"user:{thread.created_by}")

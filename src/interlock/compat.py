@@ -7,22 +7,30 @@ imports changed (see docs/from-langchain.md)::
 :class:`~interlock.Agent` and returns it wrapped in :class:`LangGraphStyleAgent`, whose
 ``invoke(input, config={"configurable": {"thread_id": ...}}, version="v1" | "v2")`` answers
 in LangGraph's shapes: a state dict with ``"__interrupt__"`` (v1) or a :class:`GraphOutput`
-with ``.value`` and ``.interrupts`` (v2); interrupt values are plain JSON dicts. The wrapped
-agent is ``.agent`` for everything else (``resume``, ``get_thread``, ``cancel``, the server).
+with ``.value`` and ``.interrupts`` (v2); interrupt values are plain JSON dicts. ``stream`` /
+``astream`` yield LangGraph's ``updates``, ``values`` and ``messages`` chunks, ``get_state`` /
+``aget_state`` a :class:`StateSnapshot`. The wrapped agent is ``.agent`` for everything else
+(``resume``, ``get_thread``, ``cancel``, the server).
 
-Nothing here imports LangChain: the names are interlock's own classes.
+When langchain-core is installed, messages come out as LangChain message objects
+(``AIMessage``, ``HumanMessage``, ...) and LangChain messages are accepted as input; without it
+they are interlock's own messages. The other names are interlock's own classes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import importlib.util
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .agent import Agent, Command
-from .errors import ConfigurationError
+from ._sync import iterate_blocking
+from .agent import Agent, Command, ThreadState
+from .errors import ConfigurationError, ThreadNotFound
+from .events import InterruptRaised, ModelTextDelta, RunCompleted
 from .hitl import HumanInTheLoop
 from .interrupts import Interrupt
+from .messages import Message
 from .result import RunResult
 from .storage.base import Checkpointer
 from .storage.memory import MemoryCheckpointer
@@ -31,7 +39,7 @@ HumanInTheLoopMiddleware = HumanInTheLoop
 InMemorySaver = MemoryCheckpointer
 
 __all__ = ["Command", "GraphOutput", "HumanInTheLoopMiddleware", "InMemorySaver",
-           "LangGraphStyleAgent", "create_agent"]
+           "LangGraphStyleAgent", "StateSnapshot", "create_agent"]
 
 Version = Literal["v1", "v2"]
 
@@ -67,9 +75,39 @@ def _json_interrupt(i: Interrupt) -> Interrupt:
     return i.model_copy(update={"value": value})
 
 
+def _langchain() -> bool:
+    return importlib.util.find_spec("langchain_core") is not None
+
+
+def _messages_out(messages: Sequence[Message]) -> list[Any]:
+    """LangChain messages when langchain-core is installed, else interlock's."""
+    if not _langchain():
+        return list(messages)
+    from .integrations.langchain import to_langchain
+
+    return list(to_langchain(messages))
+
+
+def _input(value: Any) -> Any:
+    """LangChain message objects in the input, as the plain messages the agent takes."""
+    if not _langchain() or not isinstance(value, Mapping) or "messages" not in value:
+        return value
+    from langchain_core.messages import BaseMessage
+
+    from .integrations.langchain import from_langchain
+
+    items = value["messages"]
+    items = [items] if isinstance(items, BaseMessage) else items
+    if not isinstance(items, list) or not any(isinstance(m, BaseMessage) for m in items):
+        return value
+    return {**value, "messages": [
+        from_langchain([m])[0].model_dump() if isinstance(m, BaseMessage) else m
+        for m in items]}
+
+
 def _shape(result: RunResult, version: Version) -> dict[str, Any] | GraphOutput:
     interrupts = tuple(_json_interrupt(i) for i in result.interrupts)
-    state: dict[str, Any] = {"messages": list(result.messages)}
+    state: dict[str, Any] = {"messages": _messages_out(result.messages)}
     if version == "v2":
         return GraphOutput(value=state, interrupts=interrupts)
     if interrupts:
@@ -77,8 +115,60 @@ def _shape(result: RunResult, version: Version) -> dict[str, Any] | GraphOutput:
     return state
 
 
+@dataclass(frozen=True)
+class StateSnapshot:
+    """What LangGraph's ``get_state(config)`` returns, for an interlock thread: ``values``
+    (``messages``, and ``__interrupt__`` while calls are pending), ``next`` (``("tools",)``
+    while paused), ``interrupts`` and ``config``."""
+
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    config: dict[str, Any]
+    interrupts: tuple[Interrupt, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: str | None = None
+
+
+StreamMode = Literal["values", "updates", "messages", "custom"]
+STREAM_MODES = ("values", "updates", "messages", "custom")
+
+
+def _snapshot(state: ThreadState, config: Mapping[str, Any] | None) -> StateSnapshot:
+    interrupts = tuple(_json_interrupt(i) for i in state.interrupts)
+    values: dict[str, Any] = {"messages": _messages_out(state.messages)}
+    if interrupts:
+        values["__interrupt__"] = list(interrupts)
+    return StateSnapshot(values=values, next=("tools",) if interrupts else (),
+                         config=dict(config or {"configurable": {"thread_id": state.thread_id}}),
+                         interrupts=interrupts, metadata={"step": state.version},
+                         created_at=state.updated_at.isoformat())
+
+
+def _modes(stream_mode: str | Sequence[str] | None) -> tuple[tuple[str, ...], bool]:
+    """The modes asked for, and whether chunks are ``(mode, chunk)`` pairs (a list given)."""
+    modes = ("values",) if stream_mode is None else (
+        (stream_mode,) if isinstance(stream_mode, str) else tuple(stream_mode))
+    bad = [m for m in modes if m not in STREAM_MODES]
+    if bad or not modes:
+        raise ConfigurationError(
+            f"stream_mode {bad or list(modes)!r} is not supported by interlock.compat; use any "
+            f"of {', '.join(STREAM_MODES)} (for interlock's own typed events, iterate "
+            f"agent.agent.stream(...)).")
+    return modes, not isinstance(stream_mode, str) and stream_mode is not None
+
+
+def _token(text: str, tid: str) -> Any:
+    meta = {"langgraph_node": "model", "thread_id": tid}
+    if not _langchain():
+        return (text, meta)
+    from langchain_core.messages import AIMessageChunk
+
+    return (AIMessageChunk(content=text), meta)
+
+
 class LangGraphStyleAgent:
-    """An :class:`~interlock.Agent` answering ``invoke`` / ``ainvoke`` in LangGraph's shapes."""
+    """An :class:`~interlock.Agent` answering ``invoke`` / ``ainvoke`` / ``stream`` /
+    ``get_state`` in LangGraph's shapes."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
@@ -95,7 +185,7 @@ class LangGraphStyleAgent:
         thread_id: str | None = None,
     ) -> dict[str, Any] | GraphOutput:
         tid = _target(config, thread_id, version)
-        return _shape(await self.agent.ainvoke(input, thread_id=tid), version)
+        return _shape(await self.agent.ainvoke(_input(input), thread_id=tid), version)
 
     def invoke(
         self,
@@ -107,7 +197,99 @@ class LangGraphStyleAgent:
     ) -> dict[str, Any] | GraphOutput:
         """Run until the answer or a pause (``input`` may be ``Command(resume=...)``)."""
         tid = _target(config, thread_id, version)
-        return _shape(self.agent.invoke(input, thread_id=tid), version)
+        return _shape(self.agent.invoke(_input(input), thread_id=tid), version)
+
+    async def astream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        thread_id: str | None = None,
+    ) -> AsyncIterator[Any]:
+        """LangGraph's ``stream``: ``updates`` (``{"model": {"messages": [...]}}``,
+        ``{"tools": ...}``, ``{"__interrupt__": (...)}``), ``values`` (the whole state after
+        each step), ``messages`` (``(token, metadata)`` as the model's text streams). One mode
+        yields its chunks; a list of modes yields ``(mode, chunk)`` pairs. ``custom`` is
+        accepted and yields nothing (interlock's tools do not emit custom events)."""
+        tid = _target(config, thread_id, "v1")
+        modes, pairs = _modes(stream_mode)
+        agent = self.agent
+        try:
+            seen = len((await agent.aget_thread(tid)).messages)
+        except ThreadNotFound:  # a new thread
+            seen = 0
+
+        def out(mode: str, chunk: Any) -> Any:
+            return (mode, chunk) if pairs else chunk
+
+        streamed = False  # the model's text came as tokens (not sent again whole)
+
+        async def steps(state: ThreadState) -> AsyncIterator[Any]:
+            nonlocal seen, streamed
+            new = state.messages[seen:]
+            seen = len(state.messages)
+            for m, lc in zip(new, _messages_out(new), strict=True):
+                node = {"assistant": "model", "tool": "tools"}.get(m.role)
+                if node is None:
+                    continue
+                if "updates" in modes:
+                    yield out("updates", {node: {"messages": [lc]}})
+                if "messages" in modes and not (node == "model" and streamed):
+                    yield out("messages", (lc, {"langgraph_node": node, "thread_id": tid}))
+                streamed = streamed and node != "model"
+            if "values" in modes and new:
+                yield out("values", _snapshot(state, config).values)
+
+        async for event in agent.astream(_input(input), thread_id=tid):
+            if isinstance(event, ModelTextDelta):
+                streamed = True
+                if "messages" in modes:
+                    yield out("messages", _token(event.text, tid))
+                continue
+            if isinstance(event, InterruptRaised | RunCompleted):
+                state = await agent.aget_thread(tid)
+                async for chunk in steps(state):
+                    yield chunk
+                if isinstance(event, RunCompleted) and state.interrupts and "updates" in modes:
+                    yield out("updates", {"__interrupt__": tuple(
+                        _json_interrupt(i) for i in state.interrupts)})
+            elif event.type == "tool_finished":
+                async for chunk in steps(await agent.aget_thread(tid)):
+                    yield chunk
+
+    def stream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        thread_id: str | None = None,
+    ) -> Iterator[Any]:
+        """The blocking form of :meth:`astream`."""
+        return iterate_blocking(self.astream(input, config, stream_mode=stream_mode,
+                                             thread_id=thread_id), "stream")
+
+    async def aget_state(self, config: Mapping[str, Any]) -> StateSnapshot:
+        """LangGraph's ``get_state``: the thread's values, pending interrupts and ``next``."""
+        tid = _target(config, None, "v1")
+        return _snapshot(await self.agent.aget_thread(tid), config)
+
+    def get_state(self, config: Mapping[str, Any]) -> StateSnapshot:
+        tid = _target(config, None, "v1")
+        return _snapshot(self.agent.get_thread(tid), config)
+
+    def update_state(self, config: Mapping[str, Any], values: Any,
+                     as_node: str | None = None) -> Any:
+        """Not supported: interlock's state changes only through runs and decisions."""
+        raise ConfigurationError(
+            "update_state() is not supported by interlock: a thread's messages change only "
+            "through runs and decisions. Resume pending calls with invoke(Command(resume=...), "
+            "config), cancel them with agent.agent.cancel(thread_id), or start a new thread.")
+
+    async def aupdate_state(self, config: Mapping[str, Any], values: Any,
+                            as_node: str | None = None) -> Any:
+        return self.update_state(config, values, as_node)
 
     def close(self) -> None:
         self.agent.close()
@@ -138,6 +320,12 @@ def create_agent(
             + (" (LangGraph features without an interlock counterpart)" if known else "")
             + "; see docs/from-langchain.md."
         )
+    if _langchain():
+        from .integrations.langchain import to_langchain
+
+        for mw in middleware:  # LangChain-style callables read LangChain messages, as there
+            if isinstance(mw, HumanInTheLoop) and mw.state_messages is None:
+                mw.state_messages = to_langchain
     agent = Agent(model=model, tools=list(tools or ()), middleware=middleware,
                   checkpointer=checkpointer, system_prompt=system_prompt,
                   name=name or "agent")

@@ -6,20 +6,24 @@ or raises :class:`~interlock.InvalidDecision` and changes nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .authz import CallPolicy, ToolPolicy, check_decision
 from .authz import Reviewer as Reviewer  # re-exported: where it always was
-from .errors import InvalidDecision
-from .hitl import ActionRequest, ReviewConfig
+from .errors import InvalidDecision, StaleRevision
+from .review_request import PendingCall as PendingCall  # where it was always imported from
 from .tools import ArgumentError, Tool
 
 FORMAT_VERSION = 1
 """Version of the decision / request JSON shapes."""
+
+METADATA_MAX_BYTES = 8192
+"""The largest ``metadata`` a decision may carry, in bytes of its JSON (UTF-8)."""
 
 
 class _Decision(BaseModel):
@@ -27,6 +31,30 @@ class _Decision(BaseModel):
     tool_call_id: str | None = Field(
         default=None, validation_alias=AliasChoices("tool_call_id", "toolCallId")
     )
+    revision: int | None = Field(default=None, ge=1)
+    """The revision of the call this decision was made for (as shown to the reviewer). A
+    decision for another revision is refused (:class:`~interlock.StaleRevision`); without
+    one, it is accepted only while the call was never edited (revision 1)."""
+    metadata: dict[str, Any] | None = None
+    """Data the reviewer gives the tool with the decision (a ticket number, a limit, a note):
+    a JSON object of at most :data:`METADATA_MAX_BYTES` encoded. It is stored with the
+    decision and audited, and a call that runs on an ``approve`` or ``edit`` sees it as
+    :attr:`ToolContext.decision_metadata <interlock.ToolContext.decision_metadata>`."""
+
+    @field_validator("metadata")
+    @classmethod
+    def _json_object(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        try:
+            size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"must be a JSON object (strings, numbers, true/false, null, "
+                             f"lists and objects): {exc}") from None
+        if size > METADATA_MAX_BYTES:
+            raise ValueError(f"is {size:,} bytes as JSON; at most {METADATA_MAX_BYTES:,} are "
+                             f"allowed (keep large data elsewhere and pass its id)")
+        return value
 
 
 class Approve(_Decision):
@@ -73,12 +101,6 @@ _MODELS: dict[str, type[_Decision]] = {
 
 
 @dataclass(frozen=True)
-class PendingCall:
-    request: ActionRequest
-    config: ReviewConfig
-
-
-@dataclass(frozen=True)
 class ResolvedDecision:
     call: PendingCall
     decision: Approve | Edit | Reject | Respond
@@ -105,10 +127,12 @@ def _parse_one(
         )
     dtype = raw.get("type")
     if dtype not in _MODELS:
+        hint = _SYNONYMS.get(str(dtype).lower()) if isinstance(dtype, str) else None
         raise InvalidDecision(
             thread_id,
-            f"{where} has type {dtype!r}, which is not a decision type. Allowed types here: "
-            f"{allowed_txt}.",
+            f"{where} has type {dtype!r}, which is not a decision type."
+            + (f" Did you mean {{'type': {hint!r}}}?" if hint in allowed else "")
+            + f" Allowed types here: {allowed_txt}.",
         )
     if dtype not in allowed:
         raise InvalidDecision(
@@ -128,9 +152,20 @@ def _parse_one(
             f"{'.'.join(str(p) for p in e['loc']) or 'decision'}: {e['msg']}" for e in exc.errors()
         )
         extra = " ('remember' is only allowed with 'approve')" if "remember" in raw else ""
+        for word, field in _FIELD_SYNONYMS.items():
+            if word in raw and field in _MODELS[dtype].model_fields:
+                extra += f" (did you mean {field!r} instead of {word!r}?)"
         raise InvalidDecision(
             thread_id, f"{where} is not a valid {dtype!r} decision: {problems}{extra}."
         ) from None
+
+
+# other systems' words for a decision type (Agent Inbox's "accept", ...) and for its fields
+_SYNONYMS = {"accept": "approve", "approved": "approve", "allow": "approve", "yes": "approve",
+             "deny": "reject", "decline": "reject", "rejected": "reject", "no": "reject",
+             "response": "respond", "answer": "respond", "edited": "edit", "modify": "edit"}
+_FIELD_SYNONYMS = {"reason": "message", "comment": "message", "args": "edited_action",
+                   "action": "edited_action"}
 
 
 def is_decision(raw: Any) -> bool:
@@ -144,6 +179,23 @@ def _normalise(raw: Any) -> Any:
     return raw
 
 
+def decision_items(raw: Any) -> list[tuple[str, Any]]:
+    """Every decision in ``raw`` whatever shape it came in (the shapes
+    :func:`resolve_decisions` takes: a list, a mapping ``tool_call_id -> decision``, a single
+    decision, any of them in LangChain's ``{"decisions": ...}``), each with where it is
+    (``decisions.0``, ``decisions.<call id>``, ``decision``). For checks that must see each
+    decision before it is resolved, such as the server's size limits."""
+    raw = _normalise(raw)
+    if is_decision(raw):
+        one = raw.model_dump(exclude_none=True) if isinstance(raw, _Decision) else raw
+        return [("decision", one)]
+    if isinstance(raw, Mapping):
+        return [(f"decisions.{k}", v) for k, v in raw.items()]
+    if isinstance(raw, Sequence) and not isinstance(raw, str | bytes):
+        return [(f"decisions.{n}", v) for n, v in enumerate(raw)]
+    return []
+
+
 def resolve_decisions(
     thread_id: str,
     pending: Sequence[PendingCall],
@@ -154,13 +206,31 @@ def resolve_decisions(
     reviewer: Reviewer | None,
     decided: Mapping[str, str],
 ) -> list[ResolvedDecision]:
-    """Validate ``raw`` against the undecided calls ``pending`` (in request order).
+    """Validate ``raw`` against the undecided calls ``pending`` (in request order): each
+    decision is paired with its call (:func:`pair_decisions`), then checked on its own
+    (:func:`validate_decision`). ``policies(name)``: the review policies of tool ``name`` (for
+    edits into another tool). Who may decide what is :mod:`interlock.authz`'s rule."""
+    pairs = pair_decisions(thread_id, pending, raw, decided=decided)
+    return [validate_decision(thread_id, p, len(pairs), tools=tools, policies=policies,
+                              reviewer=reviewer) for p in pairs]
+
+
+class PairedDecision(NamedTuple):
+    """One raw decision and the pending call it is for (not validated yet)."""
+
+    position: int | None
+    """Its place in a list of decisions (``None``: given in a mapping by call id)."""
+    call: PendingCall
+    raw: Any
+
+
+def pair_decisions(thread_id: str, pending: Sequence[PendingCall], raw: Any, *,
+                   decided: Mapping[str, str]) -> list[PairedDecision]:
+    """Which raw decision is for which of the undecided calls ``pending`` (in request order).
 
     ``raw`` is a list (one decision per undecided call, in order), a mapping
     ``tool_call_id -> decision`` (any subset), a single decision when one call is pending, or
     LangChain's ``{"decisions": [...]}``. ``decided`` maps already-decided call ids to their state.
-    ``policies(name)``: the review policies of tool ``name`` (for edits into another tool).
-    Who may decide what is :mod:`interlock.authz`'s rule.
     """
     if isinstance(raw, Mapping) and "decisions" in raw and len(raw) > 1:
         extra = ", ".join(repr(k) for k in raw if k != "decisions")
@@ -173,7 +243,7 @@ def resolve_decisions(
     raw = _normalise(raw)
     by_id = {p.request.tool_call_id: p for p in pending}
     listing = ", ".join(f"{p.request.tool_call_id} ({p.request.name})" for p in pending)
-    pairs: list[tuple[int | None, PendingCall, Any]] = []
+    pairs: list[PairedDecision] = []
     if isinstance(raw, Mapping) and "type" in raw and len(pending) == 1:
         raw = [raw]
     if isinstance(raw, _Decision):
@@ -192,7 +262,7 @@ def resolve_decisions(
                     thread_id, f"there is no pending call with tool_call_id {cid!r}. Pending "
                     f"calls: {listing}."
                 )
-            pairs.append((None, by_id[cid], item))
+            pairs.append(PairedDecision(None, by_id[cid], item))
     elif isinstance(raw, Sequence) and not isinstance(raw, str | bytes):
         items = list(raw)
         if len(items) != len(pending):
@@ -202,7 +272,6 @@ def resolve_decisions(
                 f"give one decision per pending call in this order, or a mapping "
                 f"{{tool_call_id: decision}} to decide only some of them.",
             )
-        seen: set[str] = set()
         for i, (call, item) in enumerate(zip(pending, items, strict=True)):
             cid = item.get("tool_call_id") if isinstance(item, Mapping) else getattr(
                 item, "tool_call_id", None
@@ -216,40 +285,66 @@ def resolve_decisions(
                     thread_id, f"decision {i + 1} of {len(items)} names tool_call_id {cid!r} but "
                     f"{hint}; list decisions in the order of the pending calls ({listing})."
                 )
-            seen.add(call.request.tool_call_id)
-            pairs.append((i, call, item))
+            pairs.append(PairedDecision(i, call, item))
     else:
         raise InvalidDecision(
             thread_id, f"decisions must be a list (one per pending call, in order) or a mapping "
             f"{{tool_call_id: decision}}, got {type(raw).__name__}. Pending calls: {listing}."
         )
+    return pairs
 
-    out: list[ResolvedDecision] = []
-    total = len(pairs)
-    for pos, call, item in pairs:
-        where = _where(pos, total, call)
-        allowed = list(call.config.allowed_decisions)
-        decision = _parse_one(thread_id, item, where, allowed)
-        policy = CallPolicy(call.request.tool_call_id, call.request.name,
-                            tuple(call.config.reviewers)
-                            if call.config.reviewers is not None else None)
-        check_decision(thread_id, reviewer, policy)
-        exec_name: str | None = None
-        exec_args: dict[str, Any] | None = None
-        if isinstance(decision, Approve):
-            if decision.remember is not None and not call.config.allow_remember:
-                raise InvalidDecision(
-                    thread_id, f"{where} asks to remember the approval, but the policy of "
-                    f"{call.request.name!r} does not allow remembered approvals "
-                    f"(allow_remember=False); approve without 'remember'."
-                )
-            exec_name, exec_args = call.request.name, call.request.args
-        elif isinstance(decision, Edit):
-            exec_name, exec_args = _check_edit(thread_id, where, call, decision, tools)
-            for target in policies(exec_name):
-                check_decision(thread_id, reviewer, policy, target)
-        out.append(ResolvedDecision(call, decision, exec_name, exec_args))
-    return out
+
+def validate_decision(thread_id: str, paired: PairedDecision, total: int, *,
+                      tools: Mapping[str, Tool], policies: Callable[[str], Sequence[ToolPolicy]],
+                      reviewer: Reviewer | None) -> ResolvedDecision:
+    """One decision checked against its call: its shape and type, the revision it names, who
+    may give it, ``remember``, and for an edit the tool and arguments it would run (and who may
+    decide calls of that tool). ``total``: how many decisions were given (for the messages)."""
+    call = paired.call
+    where = _where(paired.position, total, call)
+    decision = _parse_one(thread_id, paired.raw, where, list(call.config.allowed_decisions))
+    _check_revision(thread_id, call, decision)
+    policy = CallPolicy(call.request.tool_call_id, call.request.name,
+                        call.config.reviewer_roles)
+    check_decision(thread_id, reviewer, policy)
+    exec_name: str | None = None
+    exec_args: dict[str, Any] | None = None
+    if isinstance(decision, Approve):
+        if decision.remember is not None and not call.config.allow_remember:
+            raise InvalidDecision(
+                thread_id, f"{where} asks to remember the approval, but the policy of "
+                f"{call.request.name!r} does not allow remembered approvals "
+                f"(allow_remember=False); approve without 'remember'."
+            )
+        if decision.remember is not None and call.request.reason == "outcome_unknown":
+            raise InvalidDecision(
+                thread_id, f"{where} asks to remember the approval of a call whose outcome "
+                f"is unknown (it may have run before a crash); remembering it would let "
+                f"later {call.request.name!r} calls run unseen. Approve without 'remember'."
+            )
+        exec_name, exec_args = call.request.name, call.request.args
+    elif isinstance(decision, Edit):
+        exec_name, exec_args = _check_edit(thread_id, where, call, decision, tools)
+        for target in policies(exec_name):
+            check_decision(thread_id, reviewer, policy, target)
+    return ResolvedDecision(call, decision, exec_name, exec_args)
+
+
+def _check_revision(thread_id: str, call: PendingCall,
+                    decision: Approve | Edit | Reject | Respond) -> None:
+    """A decision counts only for the revision of the call it was made for: the one it names,
+    or revision 1 (a call never edited) when it names none."""
+    current = call.config.revision
+    if (decision.revision or 1) == current:
+        return
+    # the call's text comes from a model and a reviewer: shown one line, hidden chars escaped
+    # (imported here: the display module loads the regex package, needed only on refusal)
+    from .display import one_line
+
+    args = json.dumps(call.request.args, ensure_ascii=False, sort_keys=True)
+    raise StaleRevision(thread_id, call.request.tool_call_id, given=decision.revision,
+                        current=current, edited_by=call.config.edited_by,
+                        now_runs=one_line(f"{call.request.name} with arguments {args}", 300))
 
 
 def _check_edit(

@@ -52,7 +52,9 @@ _HIDDEN = regex.compile(f"[{_HIDDEN_CLASS}]")
 _TOKEN = regex.compile(
     rf"(?P<fold>\n{{{FOLD_BREAKS},}})"         # a run of line breaks to fold
     rf"|(?P<trail>[ \t](?=\n|$))"             # the last blank of a line: made visible
-    rf"|(?P<emoji>(?<=\p{{So}})[\uFE0E\uFE0F])"  # emoji presentation selector: kept
+    # an emoji presentation selector is kept, but not after a mark this policy escapes (the
+    # selector would then follow the escape's ``⟩``, where it shows nothing)
+    rf"|(?P<emoji>(?<=\p{{So}})(?<![\u21B5\u21E5])[\uFE0E\uFE0F])"
     rf"|(?P<brk>\n)|(?P<tab>\t)"
     rf"|[{_HIDDEN_CLASS}]"
 )
@@ -359,3 +361,16 @@ def escape_hidden(text: str) -> str:
     defence for output that was already laid out."""
     return _HIDDEN_NOT_NEWLINE.sub(
         lambda m: m.group() if m.lastgroup == "emoji" else escape(m.group()), text)
+
+
+def shown_description(description: str, name: str, args: dict[str, Any]) -> str:
+    """A request's description without what the card shows right below it anyway: the default
+    description's ``Tool: NAME / Args: ...`` lines, and a trailing argument text ("The agent
+    asks you: <question>", the question being an argument). The web inbox does the same."""
+    cut = description.find(f"\n\nTool: {name}\nArgs: ")
+    text = description[:cut] if cut >= 0 else description
+    for value in args.values():
+        if isinstance(value, str) and len(value.strip()) >= 8 \
+                and text.rstrip().endswith(value.strip()):
+            text = text.rstrip()[: -len(value.strip())].rstrip()
+    return text

@@ -7,6 +7,7 @@
     │   └── SubAgentMismatch      a sub-agent (Agent.as_tool) on another checkpointer
     ├── MissingDependency         an optional extra is not installed
     ├── ThreadNotFound            no thread with that id
+    ├── CallNotFound              the thread has no tool call with that id
     ├── ThreadInterrupted         new input sent while the thread waits for a decision
     ├── ResumeError               a resume that cannot be applied
     │   ├── NoPendingInterrupt    nothing waits for a decision
@@ -14,7 +15,9 @@
     │   └── InvalidDecision       the decisions do not fit the pending request
     ├── ConcurrencyError          another process or reviewer changed the thread first
     │   ├── InterruptConflict     another resume of the same interrupt won
-    │   └── ThreadBusy            another process is advancing the thread right now
+    │   │   └── StaleRevision     the decision was made for an earlier revision of the call
+    │   ├── ThreadBusy            another process is advancing the thread right now
+    │   └── VersionConflict       a store's compare-and-set lost: the thread's version moved
     ├── SubAgentThread            the thread belongs to a sub-agent: act on its parent
     ├── RunLimitExceeded          the model kept calling tools past ``max_turns``
     ├── ModelError                the model provider failed; the thread is unchanged
@@ -61,6 +64,13 @@ class MissingDependency(InterlockError, ImportError):
         self.extra = extra
 
 
+IN_MEMORY_NOTE = (
+    "This agent keeps its threads in memory (MemoryCheckpointer, the default when Agent(...) "
+    "gets no checkpointer), so a thread started by another process, or before a restart, is "
+    "not here. Give the agent a durable store: Agent(..., "
+    "checkpointer=SqliteCheckpointer('interlock.db')) or PostgresCheckpointer(dsn).")
+
+
 class ThreadNotFound(InterlockError, LookupError):
     """No thread with the given id exists in the checkpointer."""
 
@@ -69,14 +79,23 @@ class ThreadNotFound(InterlockError, LookupError):
                 f"agent.invoke(message, thread_id={thread_id!r}) or check the id and the "
                 f"database.")
         if in_memory:
-            text += (" This agent keeps its threads in memory (MemoryCheckpointer, the default "
-                     "when Agent(...) gets no checkpointer), so a thread started by another "
-                     "process, or before a restart, is not here. Give the agent a durable "
-                     "store: Agent(..., checkpointer=SqliteCheckpointer('interlock.db')) or "
-                     "PostgresCheckpointer(dsn).")
+            text += " " + IN_MEMORY_NOTE
         super().__init__(text)
         self.thread_id = thread_id
         self.in_memory = in_memory
+
+
+class CallNotFound(InterlockError, LookupError):
+    """The thread has no tool call with the given id."""
+
+    def __init__(self, thread_id: str, tool_call_id: str) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} has no tool call {tool_call_id!r}. Check the id: the "
+            f"thread's calls are listed by get_thread(...).journal (GET "
+            f"/api/threads/{{thread_id}} over HTTP)."
+        )
+        self.thread_id = thread_id
+        self.tool_call_id = tool_call_id
 
 
 class ThreadInterrupted(InterlockError):
@@ -113,11 +132,19 @@ class StaleInterrupt(ResumeError):
 
     def __init__(self, thread_id: str, interrupt_id: str, pending: list[str]) -> None:
         now = ", ".join(pending) if pending else "none"
-        super().__init__(
-            f"Interrupt {interrupt_id!r} is not pending on thread {thread_id!r} (it was already "
-            f"answered, cancelled or expired). Pending interrupt ids: {now}. Reload the thread "
-            f"and answer the current request."
-        )
+        if not interrupt_id:  # the resume named none, and what it would answer changed
+            super().__init__(
+                f"The resume of thread {thread_id!r} names no interrupt_id, and the request it "
+                f"would answer is not the one pending now (the thread was recovered, or its "
+                f"requests were answered or expired meanwhile). Pending interrupt ids: {now}. "
+                f"Reload the thread and pass interrupt_id=... of the request you answer."
+            )
+        else:
+            super().__init__(
+                f"Interrupt {interrupt_id!r} is not pending on thread {thread_id!r} (it was "
+                f"already answered, cancelled or expired). Pending interrupt ids: {now}. "
+                f"Reload the thread and answer the current request."
+            )
         self.thread_id = thread_id
         self.interrupt_id = interrupt_id
         self.pending = pending
@@ -139,6 +166,23 @@ class ConcurrencyError(InterlockError):
     """Another writer changed the thread first."""
 
 
+class VersionConflict(ConcurrencyError):
+    """A checkpointer's compare-and-set failed: the thread's stored version was not the
+    expected one (someone else committed first), so the change was not stored. Raised by
+    :meth:`Checkpointer.commit <interlock.storage.Checkpointer.commit>`; the run engine turns
+    it into :class:`ThreadBusy` or :class:`InterruptConflict`, so only code that commits to a
+    store itself sees it."""
+
+    def __init__(self, thread_id: str, expected: int | None) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} changed concurrently (expected version {expected}); "
+            f"the change was not stored. Load the thread again and redo the change on the "
+            f"new version."
+        )
+        self.thread_id = thread_id
+        self.expected = expected
+
+
 class InterruptConflict(ConcurrencyError):
     """Another resume of the same interrupt was stored first; this one was not applied."""
 
@@ -151,6 +195,30 @@ class InterruptConflict(ConcurrencyError):
         )
         self.thread_id = thread_id
         self.interrupt_id = interrupt_id
+
+
+class StaleRevision(InterruptConflict):
+    """The decision names a revision of the call that is no longer the current one (someone
+    edited the call since the reviewer saw it), or names none for a call that was edited.
+    Nothing was stored."""
+
+    def __init__(self, thread_id: str, tool_call_id: str, *, given: int | None, current: int,
+                 edited_by: str | None, now_runs: str) -> None:
+        shown = (f"revision {given}" if given is not None else
+                 "no revision (accepted only for a call that was never edited)")
+        ConcurrencyError.__init__(
+            self,
+            f"The decision for call {tool_call_id!r} on thread {thread_id!r} was made for "
+            f"{shown}, but {edited_by or 'a reviewer'!r} edited the call since then: revision "
+            f"{current} would now run {now_runs}. Nothing was stored. Reload the request, "
+            f"check the call that would run now and decide again (with 'revision': {current})."
+        )
+        self.thread_id = thread_id
+        self.interrupt_id = None
+        self.tool_call_id = tool_call_id
+        self.given = given
+        self.current = current
+        self.edited_by = edited_by
 
 
 class ThreadBusy(ConcurrencyError):
@@ -223,3 +291,24 @@ class InvalidText(InterlockError, ValueError):
         super().__init__(f"{where} {problem}. {fix} Nothing was stored.")
         self.where = where
         self.problem = problem
+
+
+def in_other_terms(exc: InterlockError, *, not_found: str, no_pending: str,
+                   waiting: str) -> str:
+    """``exc``'s message for a surface that is not Python code (the command line, an HTTP
+    client): the core's advice names Python methods (``agent.invoke(...)``), the surface names
+    what does the same there. ``not_found`` replaces the message of :class:`ThreadNotFound`,
+    ``no_pending`` that of :class:`NoPendingInterrupt`, ``waiting`` that of
+    :class:`ThreadInterrupted`; each is a :meth:`str.format` template of ``thread`` (the
+    thread id) and ``interrupts`` (the ids of what waits). Any other error keeps its
+    message."""
+    if isinstance(exc, ThreadNotFound):
+        template = not_found
+    elif isinstance(exc, NoPendingInterrupt):
+        template = no_pending
+    elif isinstance(exc, ThreadInterrupted):
+        template = waiting
+    else:
+        return str(exc)
+    return template.format(thread=exc.thread_id,
+                           interrupts=", ".join(getattr(exc, "interrupt_ids", ())))

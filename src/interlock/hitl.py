@@ -5,116 +5,32 @@ from __future__ import annotations
 import fnmatch
 import inspect
 import json
-import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field, PrivateAttr
 
 from .errors import ConfigurationError
-from .interrupts import PathStep
-from .messages import ToolCall
-from .middleware import DECISION_TYPES, DecisionType, Middleware, ModelTurn
+from .messages import Message, ToolCall
+from .middleware import Middleware, ModelTurn
+
+# the review request's types, where they were always imported from
+from .review_request import DECISION_TYPES as DECISION_TYPES
+from .review_request import ActionRequest as ActionRequest
+from .review_request import ApprovalRecord as ApprovalRecord
+from .review_request import DecisionType as DecisionType
+from .review_request import HITLRequest as HITLRequest
+from .review_request import ReviewConfig as ReviewConfig
+from .review_request import ReviewRules as ReviewRules
+from .review_request import read_request as read_request
+from .review_request import review_config as review_config
+from .review_request import shown_digest as shown_digest
+from .tools import ArgumentError
 
 DEFAULT_PREFIX = "Tool execution requires approval"
 """The default ``description_prefix``: the same text as LangChain's middleware."""
-
-
-class ActionRequest(BaseModel):
-    """One gated tool call waiting for a decision."""
-
-    tool_call_id: str
-    name: str
-    args: dict[str, Any]
-    description: str
-    reason: str | None = None
-    """Why the call pauses when it is not the plain policy: e.g. ``outcome_unknown``."""
-    path: list[PathStep] | None = None
-    """For a call of a sub-agent shown in its parent's request: the steps from the parent's
-    thread to this call, the last one being this call itself in the sub-agent's thread
-    (see :class:`~interlock.interrupts.PathStep`). ``None``: a call of this thread."""
-
-
-class ApprovalRecord(BaseModel):
-    """One reviewer's approval of a call that needs several (quorum)."""
-
-    by: str
-    at: datetime
-
-
-class ReviewConfig(BaseModel):
-    """What a reviewer may do with the matching action request."""
-
-    action_name: str
-    allowed_decisions: list[DecisionType]
-    args_schema: dict[str, Any] = Field(default_factory=dict)
-    reviewers: list[str] | None = None
-    expires_at: datetime | None = None
-    approvals: int | None = None
-    """Distinct approvals the call needs (``None``: one)."""
-    approved_by: list[ApprovalRecord] | None = None
-    """Approvals given so far, while fewer than ``approvals``."""
-    self_approval: bool | None = None
-    """``False``: whoever started the run may not approve this call."""
-    requested_by: str | None = None
-    """Who started the run that raised the request (when known)."""
-    escalate_to: list[str] | None = None
-    escalate_at: datetime | None = None
-    escalated_at: datetime | None = None
-
-    @property
-    def approvals_required(self) -> int:
-        return self.approvals or 1
-    allow_remember: bool = True
-    """Whether an approval may be remembered for later calls (``remember="thread"``)."""
-
-
-class HITLRequest(BaseModel):
-    """The value of a review interrupt: one per model turn that has gated calls.
-
-    Shaped like LangChain's ``HITLRequest`` (``action_requests`` / ``review_configs``, snake
-    case) plus ``tool_call_id`` and ``args_schema``, so LangChain-style clients can read it.
-    """
-
-    action_requests: list[ActionRequest]
-    review_configs: list[ReviewConfig]
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
-
-    @classmethod
-    def of(cls, value: Any) -> HITLRequest:
-        """The request of a review interrupt's ``value`` (stored JSON or already typed)."""
-        return value if isinstance(value, cls) else cls.model_validate(value)
-
-
-_READ_KEPT = 512
-_read_cache: dict[int, tuple[Any, HITLRequest]] = {}
-_read_lock = threading.Lock()
-
-
-def read_request(value: Any) -> HITLRequest:
-    """Like :meth:`HITLRequest.of`, for code that only reads the result: the typed request
-    of a stored ``value`` is built once and shared by every reader of that same object (the
-    engine reads a pending request several times per cycle: access rules, notifications,
-    decisions). Never hand the result to a caller, and never change it: a change would show
-    in every later read. A stored value is never changed in place either (a new request is a
-    new object), so a shared result cannot go stale."""
-    if isinstance(value, HITLRequest):
-        return value
-    key = id(value)
-    with _read_lock:
-        hit = _read_cache.get(key)
-    if hit is not None and hit[0] is value:  # the entry holds ``value``: its id is not reused
-        return hit[1]
-    req = HITLRequest.model_validate(value)
-    with _read_lock:
-        if len(_read_cache) >= _READ_KEPT:
-            del _read_cache[next(iter(_read_cache))]
-        _read_cache[key] = (value, req)
-    return req
 
 
 DescriptionFn = Callable[..., str]
@@ -142,8 +58,9 @@ class WhenCall(ToolCall):
     ``request.state["messages"]``, ``request.runtime.thread_id``), so predicates written for
     either work."""
 
-    turn_messages: list[Any] = Field(default_factory=list, exclude=True, repr=False)
     thread_id: str = Field(default="", exclude=True, repr=False)
+    _messages: Callable[[], list[Any]] = PrivateAttr(default=list)
+    """The conversation as :attr:`state` shows it, made when first read."""
 
     @property
     def tool_call(self) -> dict[str, Any]:
@@ -151,17 +68,22 @@ class WhenCall(ToolCall):
 
     @property
     def state(self) -> dict[str, Any]:
-        return {"messages": list(self.turn_messages)}
+        return {"messages": self._messages()}
 
     @property
     def runtime(self) -> DescriptionRuntime:
         return DescriptionRuntime(thread_id=self.thread_id)
 
 
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        type(fn).__call__)
+
+
 def description_style(fn: Callable[..., Any], where: str) -> DescriptionStyle:
     """How to call a description callable, from its signature; a clear error if it cannot be
     called with either ``(call, turn)`` or ``(tool_call, state, runtime)``."""
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
+    if _is_async(fn):
         raise ConfigurationError(
             f"{where}: the description callable {fn!r} is async; it must be a plain function "
             f"returning a string (it is called once, when the pause is created)."
@@ -237,6 +159,12 @@ class InterruptOn:
         if self.when is not None and not callable(self.when):
             raise ConfigurationError(
                 f"InterruptOn(when=...) must be a callable (call) -> bool, got {self.when!r}."
+            )
+        if self.when is not None and _is_async(self.when):
+            raise ConfigurationError(
+                f"InterruptOn(when=...): the predicate {self.when!r} is async; it must be a "
+                f"plain function (call) -> bool (an async one would never be awaited, and a "
+                f"coroutine is always true)."
             )
         if self.description is not None and not (
             isinstance(self.description, str) or callable(self.description)
@@ -338,6 +266,10 @@ def default_description(prefix: str, call: ToolCall) -> str:
 
 
 InterruptMode = Literal["batched", "per_call"]
+InvalidArgs = Literal["ask", "model"]
+StateMessages = Callable[[Sequence[Message]], Sequence[Any]]
+"""Turns interlock's messages into those a LangChain-style callable reads (e.g.
+``interlock.integrations.langchain.to_langchain``)."""
 
 
 class _Default:
@@ -347,6 +279,20 @@ class _Default:
 
 DEFAULT_EDIT_NOTICE = _Default()
 """``HumanInTheLoop(edit_notice=...)``'s default: interlock's own note (see the docs)."""
+
+
+def _invalid_args(call: ToolCall, turn: ModelTurn) -> str | None:
+    """What is wrong with ``call``'s arguments for its tool (``None``: nothing known)."""
+    if call.args_error is not None:
+        return f"they could not be parsed ({call.args_error})"
+    tool = turn.tools.get(call.name)
+    if tool is None:
+        return None
+    try:
+        tool.validate_args(dict(call.args))
+    except ArgumentError as exc:
+        return "; ".join(exc.errors)
+    return None
 
 
 class HumanInTheLoop(Middleware):
@@ -365,6 +311,18 @@ class HumanInTheLoop(Middleware):
     no note. ``interrupt_mode="per_call"``: one request (interrupt) per gated call instead of
     one per model turn, each answered on its own (``Command(resume={interrupt_id:
     decision})``, ``resume(..., interrupt_id=...)`` or a mapping ``{tool_call_id: decision}``).
+
+    ``invalid_args``: what happens to a gated call whose arguments do not match its tool's
+    schema (or could not be parsed). ``"ask"`` (the default, as LangChain): a person is asked,
+    and the request's ``reason`` says what is wrong (approved as is, the tool answers the model
+    with the same error and is not run). ``"model"`` (as Pydantic AI): nobody is asked; the
+    model gets the validation error as the call's result and may call again, and the corrected
+    call is reviewed as any other.
+
+    ``state_messages``: how a LangChain-style ``description`` ``(tool_call, state, runtime)``
+    or ``when`` (``request.state["messages"]``) sees the conversation: interlock's messages by
+    default; ``interlock.compat.create_agent`` passes LangChain's message objects when
+    langchain-core is installed (``interlock.integrations.langchain.to_langchain``).
     """
 
     def __init__(
@@ -374,7 +332,18 @@ class HumanInTheLoop(Middleware):
         description_prefix: str = DEFAULT_PREFIX,
         edit_notice: str | _Default | None = DEFAULT_EDIT_NOTICE,
         interrupt_mode: InterruptMode = "batched",
+        invalid_args: InvalidArgs = "ask",
+        state_messages: StateMessages | None = None,
     ) -> None:
+        if invalid_args not in ("ask", "model"):
+            raise ConfigurationError(
+                f"HumanInTheLoop(invalid_args={invalid_args!r}) must be 'ask' (a person decides "
+                f"a call with invalid arguments, told what is wrong) or 'model' (the model gets "
+                f"the validation error back and nobody is asked).")
+        self.invalid_args = invalid_args
+        self.state_messages = state_messages
+        """How the conversation is shown to LangChain-style callables (``state["messages"]``
+        of a ``description`` or ``when``); ``None``: interlock's own messages."""
         if not isinstance(interrupt_on, Mapping):
             raise ConfigurationError(
                 "HumanInTheLoop(interrupt_on=...) must map tool names to True, False or "
@@ -448,6 +417,10 @@ class HumanInTheLoop(Middleware):
                 f"be gated. The agent's tools are {sorted(tool_names)}; fix the name(s)."
             )
 
+    def policy_for(self, tool_name: str) -> InterruptOn | None:
+        """The policy that governs calls of ``tool_name`` (:meth:`config_for`)."""
+        return self.config_for(tool_name)
+
     def allows_approve(self, tool_name: str) -> bool:
         cfg = self.config_for(tool_name)
         return cfg is None or "approve" in cfg.allowed_decisions
@@ -458,12 +431,32 @@ class HumanInTheLoop(Middleware):
         cfg = self.config_for(tool_name)
         return tuple(cfg.reviewers) if cfg is not None and cfg.reviewers is not None else None
 
+    def _view(self, turn: ModelTurn) -> Callable[[], list[Any]]:
+        """The conversation for ``state["messages"]``, converted once per turn when read."""
+        made: list[list[Any]] = []
+
+        def view() -> list[Any]:
+            if not made:
+                convert = self.state_messages
+                made.append(list(convert(turn.messages)) if convert is not None
+                            else list(turn.messages))
+            return list(made[0])
+
+        return view
+
     def after_model(self, turn: ModelTurn) -> None:
+        view = self._view(turn)
         for call in turn.calls:
             cfg = self.config_for(call.name)
             if cfg is None:
                 continue
             reason: str | None = None
+            invalid = _invalid_args(call, turn)
+            if invalid is not None and self.invalid_args == "model":
+                turn.reject(call, f"Invalid arguments for tool {call.name!r}: {invalid}. The "
+                                  f"tool was not run and nobody was asked; fix the arguments "
+                                  f"and call it again.")
+                continue
             if call.args_error is not None:
                 reason = f"the model's arguments could not be parsed: {call.args_error}"
             elif (turn.remembered(call.name) is not None and cfg.allow_remember
@@ -472,17 +465,25 @@ class HumanInTheLoop(Middleware):
                 continue
             elif cfg.when is not None:
                 try:
-                    gate = bool(cfg.when(WhenCall(
-                        **call.model_dump(), turn_messages=list(turn.messages),
-                        thread_id=turn.thread_id)))
+                    asked = WhenCall(**call.model_dump(), thread_id=turn.thread_id)
+                    asked._messages = view
+                    answer = cfg.when(asked)
+                    if inspect.isawaitable(answer):  # never awaited: fail closed
+                        if inspect.iscoroutine(answer):
+                            answer.close()
+                        raise TypeError("it returned an awaitable, not a bool")
+                    gate = bool(answer)
                 except Exception as exc:  # fail closed
                     gate, reason = True, f"the `when` predicate raised {exc!r}"
                 if not gate:
                     continue
+            if reason is None and invalid is not None:
+                reason = (f"the arguments do not match the tool's schema: {invalid} (approved "
+                          f"as they are, the tool is not run and the model gets this error)")
             turn.review(
                 call,
                 allowed_decisions=cfg.allowed_decisions,
-                description=self._describe(cfg, call, turn),
+                description=self._describe(cfg, call, turn, view),
                 reviewers=cfg.reviewers,
                 expires_after=cfg.expires_after,
                 reason=reason,
@@ -495,7 +496,8 @@ class HumanInTheLoop(Middleware):
                 allow_remember=cfg.allow_remember,
             )
 
-    def _describe(self, cfg: InterruptOn, call: ToolCall, turn: ModelTurn) -> str:
+    def _describe(self, cfg: InterruptOn, call: ToolCall, turn: ModelTurn,
+                  view: Callable[[], list[Any]]) -> str:
         if isinstance(cfg.description, str):
             return cfg.description
         if cfg.description is not None:
@@ -503,7 +505,7 @@ class HumanInTheLoop(Middleware):
                 if description_style(cfg.description, call.name) == "langchain":
                     tool_call = {"name": call.name, "args": dict(call.args), "id": call.id,
                                  "type": "tool_call"}
-                    state = {"messages": list(turn.messages)}
+                    state = {"messages": view()}
                     runtime = DescriptionRuntime(thread_id=turn.thread_id)
                     return str(cfg.description(tool_call, state, runtime))
                 return str(cfg.description(call, turn))

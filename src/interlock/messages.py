@@ -20,6 +20,20 @@ class ToolCall(BaseModel):
     """Set when the model's arguments could not be parsed as a JSON object (the call fails
     closed: it pauses for review if gated and is never run with guessed arguments)."""
 
+    def __getitem__(self, key: str) -> Any:
+        """Read as a mapping, as LangChain's tool-call dicts are (``call["name"]``)."""
+        if key in ("id", "name", "args"):
+            return getattr(self, key)
+        if key == "type":
+            return "tool_call"
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
 
 class SystemMessage(BaseModel):
     role: Literal["system"] = "system"

@@ -30,6 +30,11 @@ Hooks
     The roles allowed to decide calls of ``tool_name`` (``None``: anyone). A reviewer's edit
     that turns a call into ``tool_name`` needs one of them too (:mod:`interlock.authz`).
 
+``policy_for(tool_name)``
+    The review policy (an :class:`~interlock.InterruptOn`) that governs calls of
+    ``tool_name``, or ``None``. A reviewer's edit makes a new revision of the call, reviewed
+    under the policy of the tool that will run (see docs/security.md).
+
 Composition
 -----------
 Middleware run in list order: ``after_model`` hooks one after another, ``wrap_tool_call`` with
@@ -49,14 +54,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .errors import ConfigurationError
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage
+from .review_request import DECISION_TYPES as DECISION_TYPES
+from .review_request import DecisionType as DecisionType
 from .storage.base import MarkRecord
 
 if TYPE_CHECKING:
     from .storage.base import RememberedApproval
     from .tools import Tool, ToolContext
 
-DecisionType = Literal["approve", "edit", "reject", "respond"]
-DECISION_TYPES: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -306,6 +311,10 @@ class Middleware(Protocol):
         """The roles that may decide calls of ``tool_name``. Default: anyone (``None``)."""
         return None
 
+    def policy_for(self, tool_name: str) -> object | None:
+        """The review policy (``InterruptOn``) of ``tool_name``. Default: none (``None``)."""
+        return None
+
 
 AfterModel = Callable[[ModelTurn], "Awaitable[None] | None"]
 WrapToolCall = Callable[[ToolCallRequest, ToolCallHandler], Any]
@@ -322,6 +331,7 @@ class BoundMiddleware:
     wrap_tool_call: WrapToolCall | None
     allows_approve: Callable[[str], bool] | None
     reviewers_for: Callable[[str], Sequence[str] | None] | None = None
+    policy_for: Callable[[str], object | None] | None = None
 
 
 def bind(mw: object, tool_names: Collection[str] | None) -> BoundMiddleware:
@@ -351,4 +361,5 @@ def bind(mw: object, tool_names: Collection[str] | None) -> BoundMiddleware:
         obj=mw, name=name if isinstance(name, str) else cls.__name__,
         after_model=hook("after_model"), wrap_tool_call=hook("wrap_tool_call"),
         allows_approve=hook("allows_approve"), reviewers_for=hook("reviewers_for"),
+        policy_for=hook("policy_for"),
     )

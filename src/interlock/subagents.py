@@ -3,9 +3,11 @@
 A sub-agent call runs the child agent in a thread of its own, on the parent's checkpointer.
 The child's thread id is derived from the parent's thread id and the parent's tool-call id
 (:func:`child_thread_id`), so running the call again (after a crash) continues the same child
-instead of starting another. When the child waits for someone, the parent's call is
-``waiting`` and the parent's thread shows the child's requests as its own, each with its
-:class:`~interlock.interrupts.PathStep` path; decisions and answers given on the parent go to
+instead of starting another; if someone else created a thread with that id first, the child
+runs under an id nobody without the audit key can compute (:func:`reserved_child_thread_id`).
+When the child waits for someone, the parent's call is ``waiting`` and the parent's thread
+shows the child's requests as its own, each with its :class:`~interlock.interrupts.PathStep`
+path; decisions and answers given on the parent go to
 the child, which validates them by its own rules and continues. The child's final answer is
 the parent call's result. The engine side lives in :mod:`interlock._subagents`.
 """
@@ -17,8 +19,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from .audit.key import load_key
 from .authz import Reviewer
-from .errors import ConfigurationError, ThreadBusy
+from .errors import ConfigurationError, SubAgentThread, ThreadBusy
 from .interrupts import Interrupt
 from .storage.base import Checkpointer, ParentLink
 from .text import THREAD_ID
@@ -100,6 +103,19 @@ def child_thread_id(parent_thread_id: str, tool_call_id: str) -> str:
     return f"sub-{digest[:40]}"
 
 
+def reserved_child_thread_id(parent_thread_id: str, tool_call_id: str) -> str:
+    """Where a sub-agent call runs when its :func:`child_thread_id` was taken first by a
+    thread that is not its child (someone created it, e.g. through the API, to make the call
+    fail): ``sub-`` followed by 40 hex digits of an HMAC under the audit key of the parent's
+    thread id and call id. Every process of the deployment computes the same id (they share
+    the key), so the call continues the same child after a crash; nobody without the key can
+    compute it, so it cannot be taken first."""
+    key = load_key(create=True)
+    assert key is not None
+    mac = key.sign(f"interlock-subagent-thread\0{parent_thread_id}\n{tool_call_id}".encode())
+    return f"sub-{mac[:40]}"
+
+
 def _task(task: str) -> str:  # the schema of a sub-agent call; never called
     return task
 
@@ -125,7 +141,11 @@ class SubAgentTool(Tool):
             )
         thread_id = child_thread_id(context.thread_id, context.tool_call_id)
         try:
-            state = await self.runner.start_child(thread_id, task, caller)
+            try:
+                state = await self.runner.start_child(thread_id, task, caller)
+            except SubAgentThread:  # the id is taken by a thread this call did not start
+                thread_id = reserved_child_thread_id(context.thread_id, context.tool_call_id)
+                state = await self.runner.start_child(thread_id, task, caller)
         except ThreadBusy:
             state = ChildState(thread_id, self.runner.name, "busy")
         if state.status == "completed":

@@ -8,7 +8,7 @@ import functools
 import inspect
 import json
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, get_args, get_type_hints, overload, runtime_checkable
@@ -73,6 +73,10 @@ class ToolContext:
     tool_call_id: str
     idempotency_key: str
     attempt: int = 1
+    decision_metadata: Mapping[str, Any] | None = None
+    """The ``metadata`` the reviewer gave with the decision that let this call run (an
+    ``approve`` or ``edit``); ``None`` when none was given or no person decided (a rule, a
+    remembered approval)."""
 
 
 class ToolError(Exception):
@@ -127,6 +131,9 @@ class Tool:
 
     read_only: bool = False
     """The tool declares that it changes nothing (``@tool(read_only=True)``)."""
+    return_direct: bool = False
+    """The run ends with this tool's result, the model is not called again, when every call
+    of the model's turn is of such a tool (``@tool(return_direct=True)``, as LangChain's)."""
 
     def __init__(
         self,
@@ -136,6 +143,7 @@ class Tool:
         description: str | None = None,
         idempotent: bool = False,
         read_only: bool = False,
+        return_direct: bool = False,
     ) -> None:
         if not callable(func):
             raise ConfigurationError(f"@tool needs a function, got {func!r}.")
@@ -149,6 +157,7 @@ class Tool:
         self.description = description if description is not None else doc.strip()
         self.idempotent = idempotent
         self.read_only = read_only
+        self.return_direct = return_direct
         self.is_async = inspect.iscoroutinefunction(func)
         self._context_param: str | None = None
         self.missing: list[str] = []
@@ -245,7 +254,7 @@ def tool(func: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(
     *, name: str | None = None, description: str | None = None, idempotent: bool = False,
-    read_only: bool = False,
+    read_only: bool = False, return_direct: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     func: Callable[..., Any] | None = None,
@@ -255,6 +264,7 @@ def tool(
     description: str | None = None,
     idempotent: bool = False,
     read_only: bool = False,
+    return_direct: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`.
 
@@ -262,12 +272,15 @@ def tool(
     ``idempotent=True`` declares that running the call twice is harmless, which lets recovery
     retry a call whose outcome is unknown after a crash instead of asking a reviewer.
     ``read_only=True`` declares that the tool changes nothing; the web inbox then lets a
-    reviewer "approve and remember" it without a confirmation step.
+    reviewer "approve and remember" it without a confirmation step. ``return_direct=True``:
+    when every call of a model turn is of such tools, the run ends with their results instead
+    of calling the model again (LangChain's ``return_direct``; ``RunResult.output`` is the
+    last result's text).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return Tool(f, name=name, description=description, idempotent=idempotent,
-                    read_only=read_only)
+                    read_only=read_only, return_direct=return_direct)
 
     if func is not None:
         return wrap(func)
@@ -286,9 +299,15 @@ class ToolSource(Protocol):
 
 
 def result_to_text(value: Any) -> str:
-    """How a tool's return value is shown to the model."""
+    """How a tool's return value is shown to the model. A list of text content blocks
+    (``[{"type": "text", "text": ...}, ...]``, as LangChain and MCP tools return them) is their
+    text; anything else that is not a string is JSON."""
     if isinstance(value, str):
         return value
+    if isinstance(value, list) and value and all(
+            isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+            for b in value):
+        return "".join(b["text"] for b in value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(to_jsonable_python(value), ensure_ascii=False)

@@ -21,18 +21,87 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from . import observe
 from ._failures import FailureLog
 from .agent import Agent
-from .errors import ConfigurationError, InterlockError, ThreadBusy, ThreadNotFound
+from .errors import (
+    ConfigurationError,
+    InterlockError,
+    StorageError,
+    ThreadBusy,
+    ThreadNotFound,
+)
+from .events import Event, ModelTextDelta, RunCompleted, event_to_json
+from .leases import QUEUED
 from .result import RunResult
-from .storage.base import ChangeSignals, QueuedRun, RunQueue, no_run_queue
+from .storage.base import (
+    ROW_ONLY,
+    ChangeSignals,
+    EventRelay,
+    QueuedRun,
+    RunQueue,
+    no_run_queue,
+)
 
 log = logging.getLogger("interlock.worker")
+
+STORE_RETRIES = 4
+"""Runs of a claimed entry that failed on the store before the entry is given back."""
+
+
+RELAY_TEXT_CHARS = 400
+RELAY_TEXT_SECONDS = 0.1
+"""The model's text is relayed in pieces of up to this many characters or seconds."""
+
+
+class RunRelay:
+    """The events of one run made by a worker, sent to the API servers (their stream clients
+    see model, tool and request events). In order; the model's text pieces are joined (a
+    piece every :data:`RELAY_TEXT_SECONDS` or :data:`RELAY_TEXT_CHARS`), so a model that
+    streams token by token costs a few ``NOTIFY`` round trips per answer, not one per token.
+    Best effort: a failure is logged and the run goes on. The run's end is not sent: the
+    server that queued the run reports it from the stored thread."""
+
+    def __init__(self, relay: EventRelay, thread_id: str) -> None:
+        self.relay = relay
+        self.thread_id = thread_id
+        self.text: list[str] = []
+        self.size = 0
+        self.since = 0.0
+
+    async def __call__(self, event: Event) -> None:
+        if isinstance(event, ModelTextDelta):
+            if not self.text:
+                self.since = time.monotonic()
+            self.text.append(event.text)
+            self.size += len(event.text)
+            if self.size >= RELAY_TEXT_CHARS or \
+                    time.monotonic() - self.since >= RELAY_TEXT_SECONDS:
+                await self.flush()
+            return
+        await self.flush()
+        if not isinstance(event, RunCompleted):
+            await self._send(event.thread_id, event_to_json(event))
+
+    async def flush(self) -> None:
+        """Send the text held back (before any other event, and when the run returns)."""
+        if self.text:
+            joined = ModelTextDelta(self.thread_id, "".join(self.text))
+            self.text, self.size = [], 0
+            await self._send(self.thread_id, event_to_json(joined))
+
+    async def _send(self, thread_id: str, data: dict[str, Any]) -> None:
+        try:
+            await self.relay.relay_event(thread_id, data)
+        except Exception as exc:
+            log.debug("worker: relaying a %s event of %r failed: %s", data.get("type"),
+                      thread_id, exc)
 
 
 @dataclass
@@ -56,7 +125,8 @@ class Worker:
     ``recovery_interval`` / ``expiry_interval``: the recovery sweep (threads whose process
     stopped mid-run) and review deadlines (``None`` disables either). ``shutdown_grace``:
     seconds that runs still going get to finish when the worker stops, before they are
-    cancelled and their entries given back to the queue."""
+    cancelled and their entries given back to the queue (a cancelled run's tool is still
+    waited for up to the agent's ``tool_grace`` and its outcome stored)."""
 
     def __init__(
         self,
@@ -84,6 +154,8 @@ class Worker:
         self.recovery_interval = recovery_interval
         self.expiry_interval = expiry_interval
         self.shutdown_grace = shutdown_grace
+        self.relay: EventRelay | None = store if isinstance(store, EventRelay) else None
+        """Where the events of the runs are sent for API servers to stream (Postgres)."""
         self.owner = agent.owner
         self.stats = WorkerStats()
         self._running: dict[str, tuple[QueuedRun, asyncio.Task[None]]] = {}
@@ -160,8 +232,12 @@ class Worker:
                                                    until=now + self.claim_lease, limit=free)
         except InterlockError as exc:
             self._claim_failures.failed(exc, f"retrying every {self.poll_interval:g} s")
+            if (obs := observe.current()) is not None:
+                obs.storage_error("worker")
             return 0
         self._claim_failures.worked()
+        if (obs := observe.current()) is not None:
+            obs.worker_claimed(len(entries))
         for entry in entries:
             self.stats.claimed += 1
             task = asyncio.create_task(self._process(entry),
@@ -176,7 +252,7 @@ class Worker:
 
     async def _process(self, entry: QueuedRun) -> None:
         try:
-            result: RunResult = await self.agent.arun_queued(entry.thread_id)
+            result: RunResult = await self._run_claimed(entry)
         except ThreadBusy:
             # another live process still advances it (another host, lease not run out): try
             # again once this claim would have run out
@@ -188,10 +264,15 @@ class Worker:
             raise
         except ThreadNotFound:
             pass
-        except Exception as exc:  # stored as failed by the engine; the entry is done
+        except Exception as exc:
             self.stats.failed += 1
             log.warning("worker: the run of thread %r failed: %s: %s", entry.thread_id,
                         type(exc).__name__, exc)
+            if isinstance(exc, StorageError) or not await self._recorded(entry):
+                # the store failed, or the run could not record that it took the thread: the
+                # entry goes back to the queue (never deleted with nothing on the thread)
+                await self._give_back(entry, self._backoff(entry))
+                return
         else:
             self.stats.finished += 1
             log.debug("worker: thread %r %s", entry.thread_id, result.status)
@@ -200,6 +281,41 @@ class Worker:
         except InterlockError as exc:  # the claim runs out and the next claim finds it done
             log.warning("worker: removing the queue entry of %r failed: %s", entry.thread_id,
                         exc)
+
+    async def _run_claimed(self, entry: QueuedRun) -> RunResult:
+        """Run a claimed entry. A run that failed on the store is tried again here, holding
+        the claim (renewed meanwhile), ``STORE_RETRIES`` times: a tool's result this process
+        could not store is then stored by it, never asked about by another worker as
+        "outcome unknown"; after that the failure goes to :meth:`_process`."""
+        for attempt in range(STORE_RETRIES):
+            relay = RunRelay(self.relay, entry.thread_id) if self.relay is not None else None
+            try:
+                return await self.agent.arun_queued(entry.thread_id, on_event=relay)
+            except StorageError as exc:
+                if attempt == STORE_RETRIES - 1:
+                    raise
+                log.warning("worker: the run of thread %r failed on the store (%s); trying "
+                            "again", entry.thread_id, exc)
+                await asyncio.sleep(min(self.poll_interval * 2 ** attempt, 5.0))
+            finally:
+                if relay is not None:  # the end of the model's text
+                    await relay.flush()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _recorded(self, entry: QueuedRun) -> bool:
+        """Whether the thread of a run that failed no longer waits on the queue (the run
+        recorded that it took it, or its failure). A read that fails counts as no."""
+        try:
+            snap = await self.agent.checkpointer.load(entry.thread_id, after_seq=ROW_ONLY)
+        except InterlockError:
+            return False
+        return snap is None or snap.thread.lease_owner != QUEUED
+
+    def _backoff(self, entry: QueuedRun) -> timedelta:
+        """How long a failed claim waits before it is claimed again: the poll interval,
+        doubled at each attempt, at most a minute."""
+        seconds = self.poll_interval * 2 ** min(max(entry.attempts - 1, 0), 10)
+        return timedelta(seconds=min(seconds, 60.0))
 
     async def _give_back(self, entry: QueuedRun, after: timedelta) -> None:
         try:
@@ -241,11 +357,20 @@ class Worker:
             await asyncio.sleep(seconds)
 
     async def _drain(self) -> None:
+        """Stopping: the runs still going get ``shutdown_grace`` seconds to finish; the rest
+        are cancelled. A cancelled run waits for its tool (a sync tool cannot be stopped) up to
+        the agent's ``tool_grace``, stores its outcome and the run's end, and gives its entry
+        back; this waits for that, so the store is closed only after."""
         tasks = [t for _, t in self._running.values()]
         if not tasks:
             return
         _, still = await asyncio.wait(tasks, timeout=self.shutdown_grace)
+        if not still:
+            return
         for t in still:
             t.cancel()
-        if still:
-            await asyncio.wait(still, timeout=self.shutdown_grace)
+        bound = self.agent.tool_grace.total_seconds() + max(self.shutdown_grace, 5.0)
+        _, left = await asyncio.wait(still, timeout=bound)
+        for t in left:
+            log.warning("worker: %s still runs %g s after the stop; its outcome is stored "
+                        "only if it ends before the process exits", t.get_name(), bound)

@@ -363,12 +363,12 @@ def test_review_with_only_some_threads_and_skip_and_quit(data: Path) -> None:
 
 
 def test_review_decides_in_order_and_the_runs_continue(data: Path) -> None:
-    keys = ("a"                                  # DELETE: approve
+    keys = ("ay"                                 # DELETE: approve, yes (it changes data)
             "r" "not this week\n"                # the apology e-mail: reject with a reason
             "p" "\n"                             # respond with nothing: not decided
             "p" "20\n"                           # credit question: respond
-            "a"                                  # the UPDATE that follows: approve
-            "m")                                 # weekly report: approve and remember
+            "ay"                                 # the UPDATE that follows: approve, yes
+            "my")                                # weekly report: approve and remember, yes
     result = _review(data, keys, "--thread", "cleanup-cancelled-orders", "--thread",
                      "late-order-1042", "--thread", "goodwill-credit", "--thread",
                      "weekly-report")
@@ -414,11 +414,13 @@ def test_review_when_someone_else_decides_first(data: Path,
 
     monkeypatch.setattr(ReviewSession, "show", show_and_race)
     try:
-        result = _review(data, "a" "q", "--thread", "cleanup-cancelled-orders")
+        result = _review(data, "a" "y" "q", "--thread", "cleanup-cancelled-orders")
     finally:
         other.close()
     assert result.exit_code == 0, result.output
-    assert "Someone else decided this request" in result.output
+    # who decided, what, and their words; nothing of this reviewer's was sent
+    assert "dave already rejected this call" in result.output
+    assert "(mine); nothing was sent" in " ".join(result.output.split())
     agent = store_agent(data)
     try:
         decisions = [(r.data["type"], r.actor) for r in agent.audit("cleanup-cancelled-orders")
@@ -433,8 +435,8 @@ def test_review_nothing_pending(data: Path) -> None:
     run("cancel", "cleanup-cancelled-orders", "--db", db_url(data), "--reviewer", "carol")
     result = _review(data, "", "--thread", "cleanup-cancelled-orders")
     assert result.exit_code == 0
-    assert "Nothing to review: no request is waiting for a decision in the selected threads." \
-        in result.output
+    assert "Nothing to review: no request is waiting for a decision (thread " \
+        "cleanup-cancelled-orders)." in " ".join(result.output.split())
 
 
 def test_review_role_limited_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -470,12 +472,12 @@ def test_review_role_limited_request(tmp_path: Path, monkeypatch: pytest.MonkeyP
     seed = dba_agent.make()
     assert seed.invoke("clean up", thread_id="t1").interrupted
     seed.close()
-    result = run("review", "--agent", "dba_agent:make", "--reviewer", "erin", input="a")
+    result = run("review", "--agent", "dba_agent:make", "--reviewer", "erin", input="ay")
     assert result.exit_code == 0, result.output
     assert "needs one of the roles: dba" in result.output
     assert dba_agent.RAN == []
     result = run("review", "--agent", "dba_agent:make", "--reviewer", "frank", "--role", "dba",
-                 input="a")
+                 input="ay")
     assert result.exit_code == 0, result.output
     assert "thread t1 completed: done" in " ".join(result.output.split())
     assert dba_agent.RAN == ["logs"]
@@ -583,6 +585,5 @@ def test_review_without_a_terminal(data: Path) -> None:
 
 
 def test_unreachable_postgres_is_one_error_line() -> None:
-    pytest.importorskip("psycopg_pool")
     result = run("threads", "--db", "postgresql://nobody@127.0.0.1:1/x")
     assert_error(result, 1, "Cannot connect to Postgres")

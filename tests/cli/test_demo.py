@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import signal
@@ -12,14 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+import interlock.server  # noqa: F401  (a declared dependency: missing is a failure)
 from interlock.cli.demo import HINTS
 
-from .helpers import child_env, cli_argv, sample_rows
-
-httpx = pytest.importorskip("httpx")
-pytest.importorskip("interlock.server")
+from .helpers import child_env, cli_argv, demo_dir, sample_rows
 
 URL_LINE = re.compile(r"^interlock demo: inbox at (http://127\.0\.0\.1:(\d+)/)$")
 DEMO_THREADS = {"cleanup-cancelled-orders", "late-order-1042", "goodwill-credit",
@@ -159,22 +159,37 @@ def test_demo_serves_pending_runs_and_an_approval_completes_one(
     out = demo.rest_of_output()
     flat = " ".join(out.split())
     assert "interlock review --agent interlock.demo:agent --reviewer" in flat
+    # the commands work in a new terminal window, where the virtual environment is not
+    # activated: they name the command by its full path
+    [threads] = [line.strip() for line in out.splitlines()
+                 if re.search(r"interlock threads --db ", line)]
+    assert threads.startswith("/"), threads
+    window = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"),
+              "LANG": "C.UTF-8", "COLUMNS": "200"}
+    listed = subprocess.run(["bash", "-c", threads], capture_output=True, text=True,
+                            env=window, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert "cleanup-cancelled-orders" in listed.stdout
     for hint in HINTS.values():  # the banner says what docs/cli.md says
         assert hint in flat, hint
     assert "Demo stopped" in out
 
 
-def test_demo_reports_a_port_in_use(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["demo", "serve"])
+def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path, command: str) -> None:
     import socket
 
+    if command == "serve":
+        demo_dir(tmp_path / "d")
+    args = (["demo", "--no-browser", "--data-dir", str(tmp_path / "d")] if command == "demo"
+            else ["serve", "interlock.demo:agent"])
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         proc = subprocess.run(
-            cli_argv("demo", "--no-browser", "--port", str(port), "--data-dir",
-                     str(tmp_path / "d")),
-            capture_output=True, text=True, env=child_env(), timeout=60)
+            cli_argv(*args, "--port", str(port)), capture_output=True, text=True,
+            env=child_env(INTERLOCK_DEMO_DIR=str(tmp_path / "d")), timeout=60)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: cannot listen on 127.0.0.1:{port}")

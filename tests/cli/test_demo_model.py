@@ -10,20 +10,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
+import openai  # noqa: F401  (a declared dependency: missing is a failure)
 import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+import interlock.server  # noqa: F401  (a declared dependency: missing is a failure)
 
 from .helpers import child_env
 from .test_demo import Demo
-
-httpx = pytest.importorskip("httpx")
-uvicorn = pytest.importorskip("uvicorn")
-pytest.importorskip("openai")
-pytest.importorskip("interlock.server")
-
-from starlette.applications import Starlette  # noqa: E402
-from starlette.requests import Request  # noqa: E402
-from starlette.responses import JSONResponse  # noqa: E402
-from starlette.routing import Route  # noqa: E402
 
 DELETE = "DELETE FROM orders WHERE status = 'refunded'"
 
@@ -111,3 +110,13 @@ def test_demo_with_a_real_model_endpoint(fake_chat: FakeChat, tmp_path: Path) ->
     assert "online shop" in first["messages"][0]["content"]
     assert {t["function"]["name"] for t in first["tools"]} == {
         "execute_sql", "read_data", "send_email", "ask_user"}
+
+
+def test_a_follow_up_outside_the_script_is_answered_with_what_it_can_do() -> None:
+    """The scripted model does not pretend to understand: a follow-up that changes the task
+    gets its help text (which says it is scripted), not a guess."""
+    from interlock.demo.model import HELP, ops_model
+    from interlock.messages import UserMessage
+
+    reply = ops_model([UserMessage(content="only before 2023")])
+    assert reply == HELP and "scripted model" in HELP

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,33 +10,21 @@ import pytest
 from click.testing import CliRunner
 
 import interlock.demo
+from conftest import PG_DSN, require_postgres
 from interlock import PostgresCheckpointer
 from interlock.cli import main
 from interlock.demo import build_agent, prepare, queue_runs
 
 from .helpers import sample_rows
 
-PG_DSN = os.environ.get("INTERLOCK_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
 pytestmark = pytest.mark.postgres
 
 
-def _pg_or_skip() -> None:
-    try:
-        import psycopg
-
-        with psycopg.connect(PG_DSN, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:
-        if IN_CI:
-            pytest.fail(f"Postgres tests must run in CI, but {PG_DSN} is unusable: {exc}")
-        pytest.skip(f"PostgreSQL not reachable at {PG_DSN} ({exc}); set INTERLOCK_TEST_PG_DSN")
 
 
 @pytest.fixture
 def pg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
-    _pg_or_skip()
+    require_postgres()
     import psycopg
 
     monkeypatch.setattr(interlock.demo, "_agent", None)
@@ -66,7 +53,7 @@ def test_cli_on_postgres(pg: tuple[str, Path]) -> None:
     result = runner.invoke(
         main, ["review", "--agent", "interlock.demo:agent", "--db", url, "--reviewer", "pat",
                "--thread", "cleanup-cancelled-orders"],
-        input="a", env={"INTERLOCK_DEMO_DIR": str(data)})
+        input="ay", env={"INTERLOCK_DEMO_DIR": str(data)})
     assert result.exit_code == 0, result.output
     assert "No more pending requests." in result.output
     assert sample_rows(data, "SELECT COUNT(*) FROM orders WHERE status = 'cancelled' AND "

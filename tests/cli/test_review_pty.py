@@ -15,14 +15,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from interlock import CallState
 from interlock.demo import build_agent
 
 from .helpers import child_env, cli_argv, demo_dir, sample_rows
-
-pexpect = pytest.importorskip("pexpect")
 
 EDITOR = textwrap.dedent("""
     import json, pathlib, sys
@@ -77,6 +76,10 @@ def test_terminal_review_session(tmp_path: Path) -> None:
                 assert "allowed: approve, reject" in panel
                 assert "[e] edit" not in panel and "[p] respond" not in panel
                 child.send("a")
+                # a tool not declared read-only asks first, as in the web inbox
+                child.expect(words("Approve execute_sql? It runs at once."))
+                child.expect(r"\[y\] yes, run it\s+\[n\] no")
+                child.send("y")
                 handled.append("approve")
             elif thread_id == "late-order-1042":
                 assert "noah.weber@example.com" in panel and "[e] edit" in panel
@@ -114,6 +117,9 @@ def test_terminal_review_session(tmp_path: Path) -> None:
             elif thread_id == "weekly-report":
                 assert "ops@example.com" in panel
                 child.send("m")
+                child.expect(words("Approve every later send_email call in this thread?"))
+                child.expect(r"\[y\] yes, approve and remember\s+\[n\] no")
+                child.send("y")
                 child.expect(words("approved & remembered send_email"))
                 handled.append("remember")
             else:

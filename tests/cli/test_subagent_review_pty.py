@@ -9,14 +9,13 @@ import re
 import subprocess
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from interlock import SqliteCheckpointer
 from procs.subagent_team import Effects
 
 from .helpers import child_env, cli_argv
-
-pexpect = pytest.importorskip("pexpect")
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -87,6 +86,8 @@ def test_review_shows_the_path_and_decides_on_the_parent(tmp_path: Path) -> None
                 assert "path notes.txt" in panel  # the child's argument
                 assert "[m] approve & remember" in panel
                 child.send("a")
+                child.expect(r"\[y\] yes, run it")  # delete_file changes data: asked first
+                child.send("y")
                 child.expect("approved")
                 handled.append("approve delete_file")
             elif "drop_table" in panel:

@@ -32,10 +32,15 @@ def build(notes_file: str) -> MCPServer:
     def save(notes: list[str]) -> None:
         path.write_text(json.dumps(notes))
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     def list_notes() -> str:
         """List every note."""
         return "\n".join(load()) or "(no notes)"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def look_up(url: str) -> str:
+        """Read a web page (read-only, but the URL reaches the outside world)."""
+        return f"nothing at {url}"
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
     def add_note(text: str) -> str:

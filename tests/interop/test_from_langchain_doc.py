@@ -55,12 +55,16 @@ def test_every_block_runs_and_both_sides_print_the_same(
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     langchain = run_side("LangChain", monkeypatch, tmp_path)
     interlock = run_side("interlock", monkeypatch, tmp_path)
-    assert set(langchain) == set(interlock) == {"seed", "models"}
+    assert set(langchain) == set(interlock) == {"seed", "models", "guide"}
     assert langchain == interlock
     seed = langchain["seed"].splitlines()
     assert seed[0].startswith("execute_sql {'query': \"DELETE FROM records")
     assert seed[1:] == ["🚨 SQL execution requires DBA approval", "['approve', 'reject']",
                         "Deleted the records older than 30 days."]
+    # LangChain's guide code (stream, get_state, LangChain messages) prints the same
+    guide = langchain["guide"]
+    assert "Interrupt: execute_sql\nTrue 1 True\nai execute_sql True\n" in guide
+    assert "Deleted the records older than 30 days." in guide and "Ai Message" in guide
 
 
 def test_the_seed_example_differs_only_in_imports() -> None:

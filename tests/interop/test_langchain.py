@@ -7,7 +7,7 @@ import asyncio
 import subprocess
 import sys
 import threading
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from hypothesis import given, settings
@@ -18,8 +18,10 @@ from langchain_core.language_models.fake_chat_models import (
     GenericFakeChatModel,
 )
 from langchain_core.messages import AIMessage
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.messages import ToolMessage as LCToolMessage
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
 from langchain_core.tools import tool as lc_tool
+from langgraph.types import Command
 from pydantic import Field
 
 from interlock import (
@@ -376,3 +378,42 @@ def test_interrupt_on_policy_objects_work_with_langchain_tools() -> None:
     assert ran == ["SELECT 1"]
     result = agent.resume("t", [{"type": "reject"}])
     assert ran == ["SELECT 1"] and result.output == "done"
+
+
+def test_content_blocks_and_command_results() -> None:
+    """Tools that return content blocks (a list) give the model their text; a LangChain tool
+    that returns a LangGraph ``Command`` carrying its ``ToolMessage`` gives that message's
+    content (an error ToolMessage is an error result); any other ``Command`` is an error
+    result naming what is taken."""
+    @tool
+    def blocks(topic: str) -> list[dict[str, str]]:
+        """Content blocks, as MCP and LangChain tools return them."""
+        return [{"type": "text", "text": f"{topic}: "}, {"type": "text", "text": "ok"}]
+
+    @lc_tool
+    def handoff(note: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Answer through a Command."""
+        status = "error" if note == "bad" else "success"
+        return Command(update={"messages": [LCToolMessage(
+            content=[{"type": "text", "text": f"noted {note}"}], tool_call_id=tool_call_id,
+            status=status)]})
+
+    @lc_tool
+    def jump(note: str) -> Command:
+        """Go elsewhere (not something interlock can do)."""
+        return Command(goto="other")
+
+    model = ToolCallingFake(responses=[
+        AIMessage(content="", tool_calls=calls(("a", "blocks", {"topic": "t"}),
+                                               ("b", "handoff", {"note": "x"}),
+                                               ("c", "handoff", {"note": "bad"}),
+                                               ("d", "jump", {"note": "y"}))),
+        AIMessage(content="done"),
+    ])
+    result = Agent(model=model, tools=[blocks, handoff, jump]).invoke("go", thread_id="t")
+    out = {m.tool_call_id: (m.status, m.content) for m in result.messages
+           if isinstance(m, ToolMessage)}
+    assert out["a"] == ("success", "t: ok")
+    assert out["b"] == ("success", "noted x")
+    assert out["c"] == ("error", "noted bad")
+    assert out["d"][0] == "error" and "Command" in out["d"][1] and "ToolMessage" in out["d"][1]

@@ -4,6 +4,7 @@ the middle of a call."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -149,8 +150,11 @@ def test_streamable_http_server_gated_by_its_annotations(
                   checkpointer=SqliteCheckpointer(tmp_path / "interlock.db"))
     try:
         policy = server.policy()
-        assert policy == {"list_notes": False, "add_note": True, "delete_all": True,
-                          "clear_notes": True, "archive": True, "crash": True}
+        # look_up is read-only but open-world (openWorldHint absent: MCP's default is true)
+        assert policy == {"list_notes": False, "look_up": True, "add_note": True,
+                          "delete_all": True, "clear_notes": True, "archive": True,
+                          "crash": True}
+        assert server.policy(open_world=False)["look_up"] is False
         tools = {t.name: t for t in agent.tools}
         assert tools["delete_all"].idempotent and not tools["add_note"].idempotent
         result = agent.invoke("记一下", thread_id="t")
@@ -247,3 +251,51 @@ def test_missing_extra_names_it() -> None:
                          check=True).stdout
     assert "MCP servers needs the optional dependency 'mcp'" in out
     assert "'.[mcp]'" in out and "whl[mcp]" in out  # the extra, as installed here
+
+
+def _children(name: str) -> list[int]:
+    """This process's child processes whose command line contains ``name``."""
+    import os
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and name in cmd:
+            found.append(int(pid))
+    return found
+
+
+def test_a_server_that_died_between_calls_is_started_again_before_the_call(
+        repo: Path, tmp_path: Path) -> None:
+    """mcp-server-git killed while the agent waits: the next call (never sent to the dead
+    server) is not "outcome unknown"; the server is started again and the call runs."""
+    import os
+    import signal
+
+    server = MCPServerStdio(str(GIT_SERVER), ["--repository", str(repo)], name="git")
+    status = {"name": "git_status", "args": {"repo_path": str(repo)}}
+    agent = Agent(model=ScriptedModel([status, "clean.", status, "still clean."]),
+                  tools=[server], middleware=[HumanInTheLoop(interrupt_on=server.policy())],
+                  checkpointer=SqliteCheckpointer(tmp_path / "interlock.db"))
+    try:
+        assert agent.invoke("status?", thread_id="t").output == "clean."
+        (pid,) = _children("mcp-server-git")
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _children("mcp-server-git") == [pid] and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.05)
+        result = agent.invoke("and now?", thread_id="t")
+        assert result.output == "still clean."
+        last = [m for m in result.messages if isinstance(m, ToolMessage)][-1]
+        assert last.status == "success" and "unknown" not in last.content
+        assert "On branch" in last.content or "working tree clean" in last.content
+        assert [e.state for e in agent.journal("t")][-1] == "succeeded"
+        assert server.connects == 2
+    finally:
+        agent.close()

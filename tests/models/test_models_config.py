@@ -237,3 +237,32 @@ def test_aclose_closes_and_later_calls_reconnect(fake: FakeProvider) -> None:
 
     assert asyncio.run(go()) == ["一", "二"]
     assert len(fake.requests) == 2
+
+
+def test_a_client_made_for_an_event_loop_is_closed_before_that_loop_ends(
+        fake: FakeProvider) -> None:
+    """The sync API (and ``asyncio.run`` per call) gives each call a loop of its own. The
+    SDK client the adapter made for a loop is closed while that loop still runs: once the
+    loop is gone, nothing of it is left to close from another loop ("Event loop is closed"
+    in a callback of whatever loop runs when the client is collected)."""
+    import gc
+
+    fake.script(text("一"), text("二"))
+    models = [make_model(fake)]
+    for _ in range(2):
+        asyncio.run(models[0].generate([UserMessage(content="x")], []))
+    problems: list[str] = []
+
+    async def later() -> None:
+        asyncio.get_running_loop().set_exception_handler(
+            lambda _loop, context: problems.append(str(context.get("exception")
+                                                       or context["message"])))
+        models.clear()  # the adapter, and the clients it made, are collected in this loop
+        for _ in range(3):
+            gc.collect()
+            await asyncio.sleep(0.05)
+
+    asyncio.run(later())
+    gc.collect()
+    assert problems == []
+    assert len(fake.requests) == 2

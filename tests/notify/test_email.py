@@ -1,5 +1,6 @@
-"""E-mail against a real SMTP server (``aiosmtpd``): the message, its signed link's
-confirmation page (GET never decides), a POST that approves once, refused reuse and expiry."""
+"""E-mail against a real SMTP server (``aiosmtpd``): the message, its signed link (the token in
+the URL's fragment), the confirmation page (opening never decides; in Chromium too), a POST
+that approves once, refused reuse and expiry."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from interlock import SqliteCheckpointer
 from interlock.notify import NotifyConfig
 from interlock.notify.email import Link, LinkSigner
-from server.live import LiveServer
+from server.live import CHROMIUM_ARGS, LiveServer, chromium_path
 
 from .agents import QUERY, escalating_agent, executions, make_agent
 from .fakes import Mailbox, smtp_server
@@ -55,34 +56,65 @@ def local(url: str, server: LiveServer) -> str:
     return server.url + url[len(PUBLIC):]
 
 
+def link_token(text: str) -> str:
+    """The token of the one decision link in a message: in the fragment, not the path."""
+    (token,) = re.findall(r"https?://\S+/notify/email#(\S+)", text)
+    return str(token)
+
+
+class LinkPage:
+    """What the confirmation page's script does, with real requests: the page (the browser
+    sends no fragment), then the token in a JSON body."""
+
+    def __init__(self, server: LiveServer | str, token: str) -> None:
+        self.base = server if isinstance(server, str) else server.url
+        self.token = token
+
+    def open(self) -> httpx.Response:
+        page = httpx.get(f"{self.base}/notify/email")
+        assert page.status_code == 200 and "link.js" in page.text
+        return httpx.post(f"{self.base}/notify/email/view", json={"token": self.token},
+                          headers={"origin": self.base})
+
+    def decide(self, decision: str, message: str | None = None) -> httpx.Response:
+        return httpx.post(f"{self.base}/notify/email/decide",
+                          json={"token": self.token, "decision": decision, "message": message},
+                          headers={"origin": self.base})
+
+
 def test_link_get_shows_post_decides_once(setup: tuple[Any, ...]) -> None:
     agent, box, server = setup
     box: Mailbox
     assert agent.invoke("clean up", thread_id="t1").interrupted
-    (msg,) = box.wait(1)
-    time.sleep(0.3)
-    assert len(box.messages) == 1  # only the reviewer holding the role
+    box.wait(1)
+    # a marker: a later request, mailed after every mail of the first (one dispatcher hands
+    # out the events in order), so whatever t1 caused arrived before it
+    assert agent.invoke("clean up", thread_id="marker").interrupted
+    msg, marker = box.wait(2, timeout=60)
+    assert len(box.messages) == 2  # only the reviewer holding the role, once per request
+    assert "(thread t1)" in msg["Subject"] and "(thread marker)" in marker["Subject"]
     assert msg["To"] == "alice@example.com"
     text = body_of(msg)
     assert "⟨U+202E⟩" in text and "\u202e" not in text
     assert "Warning: Hidden characters, shown as ⟨U+…⟩" in text
-    (url,) = re.findall(r"https?://\S+/notify/email/\S+", text)
-    link = local(url, server)
-    origin = {"origin": server.url}
+    (url,) = re.findall(r"https?://\S+/notify/email#\S+", text)
+    assert url.startswith(f"{PUBLIC}/notify/email#")
+    link = LinkPage(server, link_token(text))
 
-    page = httpx.get(link)
-    assert page.status_code == 200
-    assert "Confirm your decision" in page.text and "execute_sql" in page.text
-    assert "<form method='post'>" in page.text
-    assert "⟨U+202E⟩" in page.text and "\u202e" not in page.text
-    assert "Hidden characters" in page.text
-    httpx.get(link)  # opening it twice (mail scanners do) decides nothing either
+    view = link.open()
+    assert view.status_code == 200
+    shown = view.json()
+    assert shown["title"] == "Confirm your decision" and shown["tool"] == "execute_sql"
+    assert shown["decisions"] == ["approve", "reject"] and shown["reviewer"] == "alice"
+    assert "⟨U+202E⟩" in shown["args"] and "\u202e" not in view.text
+    assert any("Hidden characters" in w for w in shown["warnings"])
+    link.open()  # opening it twice (mail scanners do) decides nothing either
     assert agent.get_thread("t1").status == "interrupted"
     assert executions() == []
     assert not [a for a in agent.audit("t1") if a.kind == "decision"]
 
-    done = httpx.post(link, data={"decision": "approve"}, headers=origin)
-    assert done.status_code == 200 and "You approved the call" in done.text
+    done = link.decide("approve")
+    assert done.status_code == 200 and "You approved the call" in done.json()["message"]
     deadline = time.monotonic() + 15
     while agent.get_thread("t1").status != "completed" and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -90,9 +122,9 @@ def test_link_get_shows_post_decides_once(setup: tuple[Any, ...]) -> None:
     (decision,) = [a for a in agent.audit("t1") if a.kind == "decision"]
     assert decision.actor == "alice" and decision.data["type"] == "approve"
 
-    again = httpx.post(link, data={"decision": "approve"}, headers=origin)
-    assert again.status_code in (409, 410) and "cannot be used" in again.text
-    assert httpx.get(link).status_code in (409, 410)
+    again = link.decide("approve")
+    assert again.status_code in (409, 410) and "cannot be used" in again.json()["title"]
+    assert link.open().status_code in (409, 410)
     assert executions() == [QUERY]
 
 
@@ -100,7 +132,7 @@ def test_expired_and_forged_links_are_refused(setup: tuple[Any, ...]) -> None:
     agent, box, server = setup
     agent.invoke("clean up", thread_id="t2")
     (msg,) = box.wait(1)
-    (url,) = re.findall(r"https?://\S+/notify/email/(\S+)", body_of(msg))
+    token = link_token(body_of(msg))
     thread = agent.get_thread("t2")
     iid = thread.interrupts[0].id
     call = thread.interrupts[0].value.action_requests[0]
@@ -109,14 +141,52 @@ def test_expired_and_forged_links_are_refused(setup: tuple[Any, ...]) -> None:
     expired = LinkSigner(LINK_SECRET).make(Link("t2", iid, call.tool_call_id, "alice",
                                                 call_digest(call.name, call.args),
                                                 time.time() - 1))
-    for token in (expired, url[:-3] + "xyz"):
-        link = f"{server.url}/notify/email/{token}"
-        assert httpx.get(link).status_code == 410
-        refused = httpx.post(link, data={"decision": "approve"}, headers={"origin": server.url})
-        assert refused.status_code == 410
-    assert "expired" in httpx.get(f"{server.url}/notify/email/{expired}").text
+    for bad in (expired, token[:-3] + "xyz"):
+        link = LinkPage(server, bad)
+        assert link.open().status_code == 410
+        assert link.decide("approve").status_code == 410
+    assert "expired" in LinkPage(server, expired).open().json()["message"]
     assert agent.get_thread("t2").status == "interrupted"
     assert executions() == []
+
+
+@pytest.mark.browser
+def test_the_link_page_approves_in_a_browser(setup: tuple[Any, ...]) -> None:
+    agent, box, server = setup
+    assert agent.invoke("clean up", thread_id="t1").interrupted
+    (msg,) = box.wait(1)
+    (url,) = re.findall(r"https?://\S+/notify/email#\S+", body_of(msg))
+    import playwright.sync_api as playwright_api
+    from playwright.sync_api import expect
+
+    errors: list[str] = []
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error"
+                    and "Failed to load resource" not in m.text else None)
+            page.on("response", lambda r: errors.append(f"{r.status} {r.url}")
+                    if r.status >= 400 and not r.url.endswith("/favicon.ico") else None)
+            page.goto(server.url + url[len(PUBLIC):])
+            expect(page.locator("h1")).to_have_text("Confirm your decision", timeout=15000)
+            expect(page.locator("main b").nth(1)).to_have_text("execute_sql")
+            expect(page.locator("pre")).to_contain_text("⟨U+202E⟩")
+            expect(page.locator(".notice")).to_contain_text("Hidden characters")
+            assert executions() == []
+            page.get_by_role("button", name="Approve").click()
+            expect(page.locator("h1")).to_have_text("Thank you", timeout=15000)
+            expect(page.locator("main")).to_contain_text("You approved the call")
+        finally:
+            browser.close()
+    deadline = time.monotonic() + 15
+    while agent.get_thread("t1").status != "completed" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert executions() == [QUERY]
+    (decision,) = [a for a in agent.audit("t1") if a.kind == "decision"]
+    assert decision.actor == "alice"
+    assert errors == [], errors
 
 
 def test_escalation_mails_the_second_role_before_the_default_applies(

@@ -44,7 +44,9 @@ def test_dead_events_listed_and_retried_by_cli_and_api(
         assert len(dead) == 2
         for e in dead:
             assert e.id in listed.output
-        assert listed.output.count("webhook:ops=dead/1 (HTTP 500 from") == 2
+        assert listed.output.count("webhook:ops=dead/1 (error below)") == 2
+        # the error whole, with the URL that failed, on a line of its own (not cut in it)
+        assert listed.output.count(f"    webhook:ops: HTTP 500 from {rx.url}") == 2
 
         retried = runner.invoke(main, ["outbox", "retry", dead[0].id, "--db", url])
         assert retried.exit_code == 0, retried.output

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -42,11 +43,13 @@ def free_port() -> int:
 @contextmanager
 def server(db: str, notify: Path, port: int, *extra: str) -> Iterator[subprocess.Popen[bytes]]:
     """``interlock serve`` in its own process; yields once it answers."""
+    # stderr to a file: a server that logs more than a pipe holds must not block on it
+    err = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(
         [sys.executable, "-c", "from interlock.cli import main; main()", "serve",
          "notify.agents:notify_agent", "--db", db, "--notify", str(notify), "--port", str(port),
          "--poll-interval", "0.1", "--expiry-interval", "0", "--log-level", "warning", *extra],
-        cwd=TESTS, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        cwd=TESTS, stdout=subprocess.DEVNULL, stderr=err)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -55,16 +58,16 @@ def server(db: str, notify: Path, port: int, *extra: str) -> Iterator[subprocess
                 break
             except httpx.HTTPError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    err = proc.stderr.read().decode() if proc.stderr else ""
-                    raise AssertionError(f"interlock serve did not start: {err}") from None
+                    err.seek(0)
+                    raise AssertionError(f"interlock serve did not start: "
+                                         f"{err.read().decode(errors='replace')}") from None
                 time.sleep(0.1)
         yield proc
     finally:
         if proc.poll() is None:
             proc.terminate()
             proc.wait(20)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        err.close()
 
 
 def test_kill_9_between_commit_and_delivery_loses_nothing_and_doubles_nothing(

@@ -76,9 +76,11 @@ def test_one_reject_rejects_and_an_edit_restarts_the_count(stores: StoreFactory)
     cfg, req = config_of(agent, "e")
     assert [a.by for a in cfg.approved_by] == ["bob"]  # the count restarted with the editor
     assert req.args == {"query": "DELETE FROM orders WHERE id=8"}  # what will run is shown
+    assert cfg.revision == 2  # an approval names the revision it was shown
     with pytest.raises(InvalidDecision, match="already approved"):
-        agent.resume("e", [{"type": "approve"}], reviewer=BOB)
-    assert agent.resume("e", [{"type": "approve"}], reviewer=ALICE).status == "completed"
+        agent.resume("e", [{"type": "approve", "revision": 2}], reviewer=BOB)
+    assert agent.resume("e", [{"type": "approve", "revision": 2}],
+                        reviewer=ALICE).status == "completed"
     assert executions() == ["DELETE FROM orders WHERE id=8"]
     assert agent.journal("e")[0].state.value == "succeeded"
 

@@ -91,6 +91,17 @@ def test_request_message_buttons_and_a_signed_approval(setup: tuple[Any, ...]) -
     body = click(approve, "U_ALICE")
     bad = httpx.post(url, content=body, headers=signed(body, secret="another-secret-000000000"))
     assert bad.status_code == 401
+    # malformed: no timestamp, a non-numeric one, no signature (a 500 before)
+    good = signed(body)
+    for header, value in (("x-slack-request-timestamp", None),
+                          ("x-slack-request-timestamp", "soon"),
+                          ("x-slack-signature", None)):
+        headers = {k: v for k, v in good.items() if k != header}
+        if value is not None:
+            headers[header] = value
+        malformed = httpx.post(url, content=body, headers=headers)
+        assert malformed.status_code == 401, (header, value, malformed.text)
+        assert malformed.json()["error"] == "InvalidSignature"
     old = httpx.post(url, content=body, headers=signed(body, ts=int(time.time()) - 600))
     assert old.status_code == 401
     stranger = click(approve, "U_STRANGER")
@@ -137,36 +148,44 @@ def test_a_decision_elsewhere_updates_the_slack_message(setup: tuple[Any, ...]) 
     assert executions() == []
 
 
-def test_untrusted_text_cannot_become_a_mention_or_a_link(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Arguments, a description and a reviewer's message holding Slack's control sequences
-    (<!channel>, <https://...|label>, <@U...>) are shown as text: &, < and > escaped in every
-    mrkdwn field and in the message's text."""
+def posted_and_updated(tmp_path: Path, description: str, query: str,
+                       message: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Slack message of a request with ``description`` for ``execute_sql(query)``, and its
+    update after carol rejects it with ``message``."""
     import asyncio
 
     from interlock import InterruptOn, ScriptedModel
     from interlock.notify import Dispatcher, build_channels
 
-    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
-    trap = "<!channel> <https://evil.example|Approve here> <@U_ALICE> &amp;"
     agent = make_agent(
         SqliteCheckpointer(tmp_path / "db.sqlite"),
-        InterruptOn(allowed_decisions=["approve", "reject"], description=f"Check {trap}"),
-        model=ScriptedModel([{"name": "execute_sql", "args": {"query": f"SELECT '{trap}'"}},
-                             "Done."]))
+        InterruptOn(allowed_decisions=["approve", "reject"], description=description),
+        model=ScriptedModel([{"name": "execute_sql", "args": {"query": query}}, "Done."]))
     with fake_slack() as slack:
         config = NotifyConfig.model_validate({"slack": {
             "token": slack.token, "signing_secret": SIGNING_SECRET, "channel": "#approvals",
             "api_url": slack.url}})
         dispatcher = Dispatcher(agent.checkpointer, build_channels(config, agent.checkpointer),
                                 settings=config.dispatch)
-        assert agent.invoke("clean up", thread_id="t-trap").interrupted
+        assert agent.invoke("clean up", thread_id="t-text").interrupted
         asyncio.run(dispatcher.run_once())
-        agent.resume("t-trap", [{"type": "reject", "message": f"no {trap}"}],
+        agent.resume("t-text", [{"type": "reject", "message": message}],
                      reviewer=Reviewer("carol"))
         asyncio.run(dispatcher.run_once())
         (posted,) = slack.of("chat.postMessage")
         (update,) = slack.of("chat.update")
+    return posted, update
+
+
+def test_untrusted_text_cannot_become_a_mention_or_a_link(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arguments, a description and a reviewer's message holding Slack's control sequences
+    (<!channel>, <https://...|label>, <@U...>) are shown as text: &, < and > escaped in every
+    mrkdwn field and in the message's text."""
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
+    trap = "<!channel> <https://evil.example|Approve here> <@U_ALICE> &amp;"
+    posted, update = posted_and_updated(tmp_path, f"Check {trap}", f"SELECT '{trap}'",
+                                        f"no {trap}")
     assert executions() == []
     for message in (posted, update):
         fields = [message["text"]] + [
@@ -179,7 +198,30 @@ def test_untrusted_text_cannot_become_a_mention_or_a_link(tmp_path: Path,
         # the only control sequence left is the inbox link interlock itself puts there
         assert [f for f in fields if "<" in f or ">" in f] == [
             f for f in fields if "|open in the inbox>" in f]
-    assert "no &lt;!channel&gt;" in json.dumps(update["blocks"])
+    # the description and the reviewer's message are plain text (nothing is parsed there)
+    plain = [t["text"] for b in update["blocks"]
+             for t in ([b["text"]] if "text" in b else []) + b.get("elements", [])
+             if isinstance(t, dict) and t.get("type") == "plain_text"]
+    assert f"Check {trap}" in plain and any(f"no {trap}" in t for t in plain)
+
+
+def test_descriptions_and_messages_are_plain_text(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A description (and a reviewer's message) written to look like Slack formatting — a bold
+    "APPROVED", a code block, a strike-through — is shown as the characters it is: it sits in
+    a plain_text element, and no mrkdwn field carries it."""
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
+    fake = "*APPROVED by security* ```risk: none``` ~pending~ _safe_"
+    posted, update = posted_and_updated(tmp_path, fake, "DROP TABLE x", fake)
+    for message in (posted, update):
+        elements = [t for b in message["blocks"]
+                    for t in ([b["text"]] if "text" in b else []) + b.get("elements", [])
+                    if isinstance(t, dict) and "text" in t]
+        assert not [t for t in elements if t["type"] == "mrkdwn" and "APPROVED" in t["text"]]
+        assert fake in [t["text"] for t in elements if t["type"] == "plain_text"]
+    assert any(t["text"] == f"Status: rejected by carol: {fake}" for b in update["blocks"]
+               for t in b.get("elements", []) if isinstance(t, dict) and "text" in t)
+    assert executions() == []
 
 
 def escalation_dispatcher(store: Any, slack: FakeSlack, now: list[Any]) -> Any:

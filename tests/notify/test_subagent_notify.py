@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from server.live import LiveServer
 
 from .agents import QUERY, executions, make_team
 from .fakes import fake_slack, new_secret, smtp_server, webhook_receiver
-from .test_email import LINK_SECRET, PUBLIC, body_of, local
+from .test_email import LINK_SECRET, PUBLIC, LinkPage, body_of, link_token
 from .test_slack import (
     SIGNING_SECRET,
     buttons,
@@ -194,7 +193,6 @@ def test_email_links_decide_a_sub_agents_quorum_request_through_the_parent(
     from interlock.notify.email import Link, LinkSigner, call_digest
 
     agent, box, server = mail_team
-    origin = {"origin": server.url}
     result = agent.invoke("tidy up", thread_id="job-1")
     [request] = result.interrupts
     msgs = box.wait(2)
@@ -207,42 +205,42 @@ def test_email_links_decide_a_sub_agents_quorum_request_through_the_parent(
         assert "Path: orchestrator: sqlbot (ask_sqlbot) › sqlbot: execute_sql" in text
         assert f"Raised in sub-agent thread {CHILD}; decided on thread job-1" in text
         assert f"Inbox: {PUBLIC}/#/t/job-1" in text
-        (url,) = re.findall(r"https?://\S+/notify/email/\S+", text)
-        links[m["To"].split("@")[0]] = local(url, server)
+        links[m["To"].split("@")[0]] = LinkPage(server, link_token(text))
 
-    page = httpx.get(links["alice"])
+    page = links["alice"].open()
     assert page.status_code == 200
-    assert "orchestrator: sqlbot (ask_sqlbot) › sqlbot: execute_sql" in page.text
-    assert "thread <code>job-1</code>" in page.text and "Approvals: 0 of 2" in page.text
+    shown = page.json()
+    assert shown["path"][0].startswith(
+        "Path: orchestrator: sqlbot (ask_sqlbot) › sqlbot: execute_sql")
+    assert shown["thread"] == "job-1" and shown["approved_by"] == []
+    assert shown["approvals_required"] == 2
 
     # a link made for bob (no dba role) is refused by the sub-agent's rules
     call = agent.get_thread("job-1").interrupts[0].value.action_requests[0]
     forged = LinkSigner(LINK_SECRET).make(Link(
         "job-1", request.id, call.tool_call_id, "bob", call_digest(call.name, call.args),
         time.time() + 600))
-    refused = httpx.post(f"{server.url}/notify/email/{forged}", data={"decision": "approve"},
-                         headers=origin)
-    assert refused.status_code in (403, 409) and "dba" in refused.text
+    refused = LinkPage(server, forged).decide("approve")
+    assert refused.status_code in (403, 409) and "dba" in refused.json()["message"]
     assert executions() == []
 
-    first = httpx.post(links["alice"], data={"decision": "approve"}, headers=origin)
-    assert first.status_code == 200 and "You approved the call" in first.text
+    first = links["alice"].decide("approve")
+    assert first.status_code == 200 and "You approved the call" in first.json()["message"]
     # the quorum is the sub-agent's: one approval records, nothing runs yet
-    again = httpx.get(links["alice"])
-    assert again.status_code == 410 and "already approved" in again.text
-    assert "Approvals: 1 of 2 (alice)" in httpx.get(links["carol"]).text
+    again = links["alice"].open()
+    assert again.status_code == 410 and "already approved" in again.json()["message"]
+    assert links["carol"].open().json()["approved_by"] == ["alice"]
     assert executions() == []
     assert agent.get_thread("job-1").status == "interrupted"
 
-    second = httpx.post(links["carol"], data={"decision": "approve"}, headers=origin)
+    second = links["carol"].decide("approve")
     assert second.status_code == 200
     completed(agent)
     assert executions() == [QUERY]
     assert agent.get_thread("job-1").messages[-1].content == "done: sqlbot: 1 row deleted"
     assert [a.actor for a in agent.audit(CHILD) if a.kind == "approval_recorded"] == ["alice"]
     assert [a.actor for a in agent.audit(CHILD) if a.kind == "decision"] == ["carol"]
-    assert httpx.post(links["carol"], data={"decision": "approve"},
-                      headers=origin).status_code in (409, 410)
+    assert links["carol"].decide("approve").status_code in (409, 410)
     assert executions() == [QUERY]
 
 

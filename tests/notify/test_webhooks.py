@@ -197,3 +197,42 @@ def test_outbox_rows_are_stored_deflated_and_deliver_the_same_body_as_text_rows(
     with sqlite3.connect(path) as conn:  # updated rows are stored deflated too
         assert all(isinstance(d, bytes) for d, in conn.execute("SELECT data FROM interlock_outbox"))
     asyncio.run(store.close())
+
+
+def test_the_dispatcher_deletes_delivered_events_past_their_retention(tmp_path: Path) -> None:
+    """Delivered events stay ``retention_days``; pending and dead ones, and recent delivered
+    ones, are kept; a pass runs at most once an hour."""
+    store = SqliteCheckpointer(tmp_path / "db.sqlite")
+    old = T0 - timedelta(days=31)
+    events = [raised("evt_old_delivered"), raised("evt_old_pending"), raised("evt_old_dead"),
+              raised("evt_new_delivered")]
+    events = [e.model_copy(update={"created_at": old if "old" in e.id else T0, "next_at": T0,
+                                   "status": ("delivered" if "delivered" in e.id else
+                                              "dead" if "dead" in e.id else "pending")})
+              for e in events]
+    seed(store, *events)
+    now = [T0]
+    cfg = NotifyConfig.model_validate({"dispatch": {"retention_days": 30}})
+    d = Dispatcher(store, [], settings=cfg.dispatch, clock=lambda: now[0])
+
+    async def go() -> list[int]:
+        gone = [await d.prune_delivered()]
+        await store.commit(Commit(
+            thread=ThreadRecord(thread_id="t1", version=2, created_at=T0, updated_at=T0),
+            outbox=[raised("evt_later").model_copy(update={
+                "id": "evt_later", "created_at": old, "status": "delivered"})]),
+            expected_version=1)
+        now[0] = T0 + timedelta(minutes=59)
+        gone.append(await d.prune_delivered())      # within the hour: no pass
+        now[0] = T0 + timedelta(minutes=61)
+        gone.append(await d.prune_delivered())
+        return gone
+
+    assert asyncio.run(go()) == [1, 0, 1]
+    left = sorted(e.id for e in asyncio.run(store.outbox_list(limit=10)))
+    assert left == ["evt_new_delivered", "evt_old_dead", "evt_old_pending"]
+    keep = Dispatcher(store, [], settings=NotifyConfig.model_validate(
+        {"dispatch": {"retention_days": None}}).dispatch, clock=lambda: T0 + timedelta(days=400))
+    assert asyncio.run(keep.prune_delivered()) == 0
+    assert len(asyncio.run(store.outbox_list(limit=10))) == 3
+    asyncio.run(store.close())

@@ -8,6 +8,7 @@ import os
 import selectors
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,9 +21,11 @@ class LineProcess:
     """A child running ``tests/procs/<script>`` that reads commands and answers by lines."""
 
     def __init__(self, script: str, *args: str) -> None:
+        # stderr to a file: a child that logs more than a pipe holds must not block on it
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         self.proc = subprocess.Popen(
             [sys.executable, str(PROCS / script), *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             text=True, bufsize=1, cwd=PROCS, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self._sel = selectors.DefaultSelector()
@@ -53,8 +56,8 @@ class LineProcess:
     def stderr(self) -> str:
         if self.proc.poll() is None:
             return "(still running)"
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read()[-4000:]
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")[-4000:]
 
     def close(self, timeout: float = 30) -> int:
         """Ask the child to quit; kill it if it does not."""
@@ -65,9 +68,10 @@ class LineProcess:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
+        self._stderr.close()
         self._sel.close()
         return self.proc.returncode
 

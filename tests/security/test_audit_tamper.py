@@ -25,11 +25,10 @@ from interlock import (
     MemoryCheckpointer,
     ScriptedModel,
 )
-from interlock.audit import GENESIS, make_record, rehash
-from interlock.audit_key import AuditKey, load_key
+from interlock.audit import GENESIS, AuditKey, load_key, make_record, rehash
 from interlock.cli import main
 from interlock.storage.base import AuditRecord, Commit, ThreadRecord
-from server.conftest import ALICE, TOKENS, Server, bearer, running
+from server.conftest import ADMIN, ALICE, TOKENS, Server, bearer, running
 from server.server_agents import EXECUTED, make_agent
 
 from . import tables
@@ -207,7 +206,7 @@ async def test_without_the_key_verify_says_what_it_cannot_check(
 
 async def test_an_exported_head_catches_a_rewrite_by_someone_holding_the_key(
         server: Server, db: StoreFactory, tmp_path: Path) -> None:
-    r = await server.client.get("/api/audit/head", headers=bearer(ALICE))
+    r = await server.client.get("/api/audit/head", headers=bearer(ADMIN))
     assert r.status_code == 200
     head = r.json()
     assert (head["threads"], head["rows"]) == (1, 6)
@@ -215,7 +214,7 @@ async def test_an_exported_head_catches_a_rewrite_by_someone_holding_the_key(
     r = await server.client.post("/api/threads", params={"wait": "true"}, headers=bearer(ALICE),
                                  json={"message": "hello", "thread_id": "later"})
     assert r.json()["status"] == "completed"
-    r = await server.client.post("/api/audit/verify", json={"head": head}, headers=bearer(ALICE))
+    r = await server.client.post("/api/audit/verify", json={"head": head}, headers=bearer(ADMIN))
     assert r.json() == {"ok": True, "problems": [], "unchecked": []}
     # someone with the database *and* the key rewrites a row and re-signs everything
     tables = Tables(db)
@@ -229,7 +228,7 @@ async def test_an_exported_head_catches_a_rewrite_by_someone_holding_the_key(
     assert [p["problem"] for p in (await verify(server))["problems"]] == [
         f"the journal's call {call_id!r} now names execute_sql with other arguments than the "
         f"ones that were started"]
-    r = await server.client.post("/api/audit/verify", json={"head": head}, headers=bearer(ALICE))
+    r = await server.client.post("/api/audit/verify", json={"head": head}, headers=bearer(ADMIN))
     problems = r.json()["problems"]
     assert problems[-1]["thread_id"] == "" and problems[-1]["seq"] is None
     assert problems[-1]["problem"].startswith(

@@ -88,3 +88,55 @@ async def test_outbox_and_counts_are_for_admins() -> None:
         carol = (await c.get("/api/threads", params={"count": "true"},
                              headers=bearer(CAROL))).json()
         assert carol["threads"] == [] and carol["total"] is None
+        # nor does the audit head (the log's thread and row counts), nor checking a head
+        head = await c.get("/api/audit/head", headers=bearer(ADMIN))
+        assert head.status_code == 200 and head.json()["threads"] == 1
+        for token in (BOB, CAROL, ALICE):
+            r = await c.get("/api/audit/head", headers=bearer(token))
+            assert r.status_code == 403 and r.json()["error"] == "NotAuthorized", r.text
+            assert '"rows"' not in r.text
+            forged = {**head.json(), "rows": 0}
+            r = await c.post("/api/audit/verify", json={"head": forged}, headers=bearer(token))
+            assert r.status_code == 403 and "row(s)" not in r.text, r.text
+
+
+async def test_a_thread_created_through_langgraph_belongs_to_its_creator() -> None:
+    """``POST /langgraph/threads`` makes a thread that exists only here until its first run:
+    it is listed and shown to its creator (and admins) alone, and another token can neither
+    read it nor take it by starting the first run on it."""
+    EXECUTED.clear()
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, tokens=TOKENS, langgraph_api=True) as s:
+        c = s.client
+        bob, carol = {"x-api-key": BOB}, {"x-api-key": CAROL}
+        made = await c.post("/langgraph/threads", json={"thread_id": "bobs-plan"}, headers=bob)
+        assert made.status_code == 200, made.text
+        tid = made.json()["thread_id"]
+        for token in (BOB, ADMIN):
+            found = await c.post("/langgraph/threads/search", json={},
+                                 headers={"x-api-key": token})
+            assert [t["thread_id"] for t in found.json()] == [tid], token
+        assert (await c.post("/langgraph/threads/search", json={}, headers=carol)).json() == []
+        for path in (f"/langgraph/threads/{tid}", f"/langgraph/threads/{tid}/state"):
+            r = await c.get(path, headers=carol)
+            assert r.status_code in (403, 404), (path, r.text)
+        r = await c.post(f"/langgraph/threads/{tid}/history", json={}, headers=carol)
+        assert r.status_code in (403, 404), r.text
+        # carol cannot take the id: not by creating it, nor by running on it first
+        again = await c.post("/langgraph/threads", json={"thread_id": tid,
+                                                         "if_exists": "do_nothing"},
+                             headers=carol)
+        assert again.status_code in (403, 409), again.text
+        for body in ({"if_not_exists": "create"}, {}):
+            r = await c.post(f"/langgraph/threads/{tid}/runs/wait", headers=carol, json={
+                "assistant_id": "agent", **body,
+                "input": {"messages": [{"role": "user", "content": "hello"}]}})
+            assert r.status_code == 403, r.text
+        assert await s.agent.alist_threads() == []
+        # bob's own first run works, and the thread is his
+        r = await c.post(f"/langgraph/threads/{tid}/runs/wait", headers=bob, json={
+            "assistant_id": "agent",
+            "input": {"messages": [{"role": "user", "content": "hello"}]}})
+        assert r.status_code == 200, r.text
+        assert (await s.agent.aget_thread(tid)).created_by == "bob"
+

@@ -4,8 +4,10 @@ decoded back), so an argument cannot look like another one on screen."""
 
 from __future__ import annotations
 
+import json
 import re
 
+import pytest
 import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -62,6 +64,7 @@ def is_kept_selector(shown: str, i: int) -> bool:
 @example("SELECT * FROM t WHERE id = 1 \u2067OR 1=1 --\u2069")
 @example("rm -rf /tmp/cache\x1b[2K\r\x1b[1Aecho done")
 @example("ok" + "\n" * 80 + "DROP TABLE users")
+@example("\u21b5\ufe0f \u21e5\ufe0e")  # an escaped mark followed by a selector
 def test_every_shown_character_is_visible(text: str) -> None:
     for shown, allowed in ((display.visible(text), "\n\t"), (display.one_line(text), "")):
         for i, ch in enumerate(shown):
@@ -179,3 +182,40 @@ def test_an_ascii_text_is_inspected_like_any_other(text: str) -> None:
     assert (fast.kinds, fast.samples, fast.mixed, fast.blank_lines) == \
         (full.kinds, full.samples, full.mixed, full.blank_lines)
     assert display.warnings(fast) == display.warnings(full)
+
+
+@pytest.mark.anyio
+async def test_langgraph_and_agent_inbox_output_follow_the_display_policy() -> None:
+    """A call whose arguments hide a bidi override and a zero-width space reaches Agent Inbox
+    escaped, with the warning first in its description, and both LangGraph formats flag it
+    (``display_warnings``); the LangChain-shaped data keeps the values as they are."""
+    from interlock import MemoryCheckpointer
+    from server.conftest import BOB, TOKENS, running
+    from server.server_agents import make_agent
+
+    hidden = "DELETE FROM t \u202e-- tcelés\u200b"
+    async with running(make_agent(MemoryCheckpointer()), tokens=TOKENS,
+                       langgraph_api=True) as s:
+        c = s.client
+        r = await c.post("/langgraph/threads/lg-hidden/runs/wait", headers={"x-api-key": BOB},
+                         json={"assistant_id": "agent", "if_not_exists": "create", "input": {
+                             "messages": [{"role": "user", "content": f"sql {hidden}"}]}})
+        assert r.status_code == 200, r.text
+        inbox = await c.get("/langgraph/agent-inbox/threads/lg-hidden/state",
+                            headers={"x-api-key": BOB})
+        (intr,) = inbox.json()["interrupts"]
+        shown = json.dumps(intr, ensure_ascii=False)
+        assert "\u202e" not in shown and "\u200b" not in shown
+        assert intr["value"]["action_request"]["args"]["query"] == \
+            "DELETE FROM t ⟨U+202E⟩-- tcelés⟨U+200B⟩"
+        description = intr["value"]["description"]
+        # a plain first line for the list row, then the header, then the warning first
+        lines = description.split("\n")
+        assert lines[0] == "Review a call of execute_sql." and lines[2].startswith("**interlock")
+        assert lines[4].startswith("**⚠ Check this request closely:** Hidden characters")
+        assert "U+202E" in description and "U+200B" in description
+        assert intr["display_warnings"] and "U+202E" in intr["display_warnings"][0]
+        hitl = await c.get("/langgraph/threads/lg-hidden/state", headers={"x-api-key": BOB})
+        (raw,) = hitl.json()["interrupts"]
+        assert raw["value"]["action_requests"][0]["args"]["query"] == hidden
+        assert raw["display_warnings"] == intr["display_warnings"]

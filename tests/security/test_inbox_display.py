@@ -14,15 +14,14 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright import sync_api as playwright_api
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from interlock import Agent, HumanInTheLoop, InterruptOn, ScriptedModel, SqliteCheckpointer, display
 from server.live import CHROMIUM_ARGS, LiveServer, chromium_path
 from server.server_agents import TOOLS, script
 
 from .test_display_policy import DANGEROUS
-
-playwright_api = pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import Browser, Locator, Page, expect  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -153,12 +152,13 @@ def test_attack_is_visible_in_the_list_row(page: Page, kind: str) -> None:
     expect(row.locator(".badge.display-warn")).to_be_visible()
     expect(harmless.locator(".badge.display-warn")).to_have_count(0)
     assert WARNING[kind] in (row.locator(".badge.display-warn").get_attribute("title") or "")
-    preview = json.dumps({"query": value_of(kind)}, ensure_ascii=False)
+    # the row shows the arguments as `name: value` (args_summary), the text as it is
+    preview = f"query: {value_of(kind)}"
     preview = preview if len(preview) <= 160 else preview[:159] + "…"
     args = row.locator(".row-args")
     assert args.inner_text() == display.one_line(preview, 400)
     assert args.inner_text() != harmless.locator(".row-args").inner_text()
-    if kind != "padding":  # the preview keeps JSON's \n escapes for line breaks
+    if kind != "padding":  # hidden characters (and line breaks) show as escapes
         assert args.locator(".esc").count() >= 1
     assert args.screenshot() != harmless.locator(".row-args").screenshot()
 

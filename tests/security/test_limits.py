@@ -97,3 +97,52 @@ def test_limits_are_validated() -> None:
     with pytest.raises(ConfigurationError, match="max_body_bytes"):
         Limits(max_body_bytes=0)
     assert Limits().max_body_bytes == 1024 * 1024
+
+
+@pytest.mark.anyio
+async def test_a_single_decision_object_is_held_to_the_same_limits(tmp_path: Path) -> None:
+    """A decision sent as one object (not a list or mapping), on /api and on the LangGraph
+    API, bare or in LangChain's {"decisions": ...}: the same 422, and nothing stored."""
+    store = tmp_path / "store"
+    store.mkdir()
+    agent = make_agent(SqliteCheckpointer(store / "i.db"))
+    async with running(agent, tokens={BOB: {"id": "bob", "roles": ["ops"]},
+                                      CAROL: {"id": "carol", "roles": []}},
+                       limits=LIMITS, poll_interval=0.02, langgraph_api=True) as s:
+        await _prepare(s)
+        c = s.client
+        big = "x" * 3000
+        reject = {"type": "reject", "message": big}
+        edit = {"type": "edit", "edited_action": {"name": "set_limit",
+                                                  "args": {"n": 2, "reason": big}}}
+        iid = (await s.agent.aget_thread("sql")).interrupts[0].id  # the whole request
+        attempts: list[tuple[str, dict[str, Any], str]] = [
+            ("/api/threads/sql/decisions", {"decisions": reject}, "max_message_chars"),
+            ("/api/threads/sql/decisions", {"decisions": {"decisions": reject}},
+             "max_message_chars"),
+            ("/api/threads/lim/decisions", {"decisions": edit}, "max_args_bytes"),
+            ("/langgraph/threads/sql/runs/wait",
+             {"assistant_id": "agent", "command": {"resume": reject}}, "max_message_chars"),
+            ("/langgraph/threads/sql/runs/wait",
+             {"assistant_id": "agent", "command": {"resume": {iid: reject}}},
+             "max_message_chars"),
+            ("/langgraph/threads/sql/runs/wait",
+             {"assistant_id": "agent", "command": {"resume": {iid: {"decisions": [reject]}}}},
+             "max_message_chars"),
+        ]
+        for _ in range(3):  # let the watcher settle; it only reads
+            await s.agent.alist_threads()
+        before = files(store)
+        for path, body, limit in attempts:
+            headers = {**bearer(BOB), "x-api-key": BOB}
+            r = await c.post(path, headers=headers, json=body)
+            assert r.status_code == 422, (path, body.keys(), r.status_code, r.text[:300])
+            assert limit in r.text, (path, str(body)[:200], r.text[:300])
+        assert files(store) == before
+        assert EXECUTED == []
+        # the same shape within the limits decides
+        r = await c.post("/api/threads/sql/decisions", params={"wait": "true"},
+                         headers=bearer(BOB),
+                         json={"decisions": {"type": "reject", "message": "no"}})
+        assert r.status_code == 200 and r.json()["status"] == "completed", r.text
+    await agent.checkpointer.close()

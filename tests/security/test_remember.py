@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright import sync_api as playwright_api
+from playwright.sync_api import Browser, Page, expect
 
 from interlock import (
     Agent,
@@ -113,8 +115,6 @@ async def _start(s: Server, message: str, thread_id: str) -> None:
 
 # -- the inbox --------------------------------------------------------------------------------
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import Browser, Page, expect  # noqa: E402
 
 from server.live import CHROMIUM_ARGS, LiveServer, chromium_path  # noqa: E402
 
@@ -170,6 +170,9 @@ def test_inbox_offers_remember_by_policy_and_confirms_for_tools_that_change_thin
     assert t["status"] == "interrupted" and t["remembered"] == [] and RAN == []
     c.get_by_role("button", name="Approve & remember…").click()
     c.get_by_role("button", name="Yes, approve and remember").click()
+    # the inbox moves on to the next request; its note leads back to this thread
+    page.locator("#done a.done-open").click()
+    expect(page.locator(".thread-id")).to_have_text("b-rm")
     expect(page.locator(".rules li")).to_contain_text("rm")
     t = httpx.get(f"{live.url}/api/threads/b-rm", timeout=30).json()
     assert [r["tool_name"] for r in t["remembered"]] == ["rm"]

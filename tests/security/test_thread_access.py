@@ -4,7 +4,6 @@ Every message post, run start and auto-approval names who caused it."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -102,12 +101,14 @@ async def test_event_streams_carry_only_readable_threads(agent: Agent) -> None:
             # a request only a dba may decide: bob (ops) may not see it, its creator may
             await post(s, "/api/threads", CAROL, {"message": "drop salaries",
                                                   "thread_id": "private"})
-            await post(s, "/api/threads", BOB, {"message": "hello", "thread_id": "mine"})
             ev = await carol_inbox.until(lambda e: e["event"] == "request_raised")
             assert ev["data"]["thread"]["thread_id"] == "private"
+            # a marker: bob's own thread, changed after the request was raised; the inbox
+            # streams changes in the order they were stored, so anything of "private" bob
+            # was sent came before it
+            await post(s, "/api/threads", BOB, {"message": "hello", "thread_id": "mine"})
             await bob_inbox.until(lambda e: e["data"].get("thread", {}).get("thread_id")
                                   == "mine")
-            await asyncio.sleep(0.2)
             while not bob_inbox.events.empty():
                 bob_inbox.seen.append(bob_inbox.events.get_nowait())
             seen = [e["data"].get("thread", {}).get("thread_id") for e in bob_inbox.seen]

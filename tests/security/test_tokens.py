@@ -17,18 +17,42 @@ from server.conftest import ALICE, BOB, Server, bearer, running
 
 
 @pytest.mark.anyio
-async def test_failed_attempts_are_throttled_per_client(agent: Agent) -> None:
+async def test_a_retried_wrong_key_does_not_lock_out_good_keys(agent: Agent) -> None:
+    """A browser app that retries a wrong key (Agent Inbox's page load made 10 requests) is
+    throttled for that key only; the right key from the same address still works."""
     clock = [1000.0]
-    async with running(agent, tokens={ALICE: {"id": "alice"}}) as s:
+    async with running(agent, tokens={ALICE: {"id": "alice"}, BOB: {"id": "bob"}}) as s:
         s.app.state.interlock.throttle = FailureThrottle(5, 60, clock=lambda: clock[0])
         c = s.client
-        for n in range(5):
+        wrong = bearer("stale-0123456789abcdef")
+        for _ in range(5):
+            assert (await c.get("/api/me", headers=wrong)).status_code == 401
+        for _ in range(10):  # further retries are refused unchecked, and not counted
+            r = await c.get("/api/me", headers=wrong)
+            assert r.status_code == 429 and r.json()["error"] == "TooManyAttempts"
+            assert "with this token" in r.json()["message"]
+        assert int(r.headers["retry-after"]) == 60
+        for good, who in ((ALICE, "alice"), (BOB, "bob")):
+            r = await c.get("/api/me", headers=bearer(good))
+            assert r.status_code == 200 and r.json()["id"] == who
+        clock[0] += 61
+        assert (await c.get("/api/me", headers=wrong)).status_code == 401
+
+
+@pytest.mark.anyio
+async def test_guessing_many_keys_blocks_the_address(agent: Agent) -> None:
+    clock = [1000.0]
+    async with running(agent, tokens={ALICE: {"id": "alice"}}) as s:
+        s.app.state.interlock.throttle = FailureThrottle(5, 60, per_address=8,
+                                                         clock=lambda: clock[0])
+        c = s.client
+        for n in range(8):
             r = await c.get("/api/me", headers=bearer(f"guess-{n:02d}-0123456789abcdef"))
             assert r.status_code == 401
         r = await c.get("/api/me", headers=bearer("guess-99-0123456789abcdef"))
-        assert r.status_code == 429 and r.json()["error"] == "TooManyAttempts"
+        assert r.status_code == 429 and "from this address" in r.json()["message"]
         assert int(r.headers["retry-after"]) == 60
-        # while throttled even the right token is not checked: guessing learns nothing
+        # while the address is throttled even the right token is not checked
         r = await c.get("/api/me", headers=bearer(ALICE))
         assert r.status_code == 429
         clock[0] += 30
@@ -38,16 +62,21 @@ async def test_failed_attempts_are_throttled_per_client(agent: Agent) -> None:
         assert r.status_code == 200 and r.json()["id"] == "alice"
 
 
-def test_the_throttle_counts_only_recent_failures_per_address() -> None:
+def test_the_throttle_counts_only_recent_failures() -> None:
     clock = [0.0]
-    t = FailureThrottle(3, 10, clock=lambda: clock[0])
+    t = FailureThrottle(3, 10, per_address=5, clock=lambda: clock[0])
     for _ in range(3):
-        assert t.retry_after("10.0.0.1") is None
-        t.failed("10.0.0.1")
-    assert t.retry_after("10.0.0.1") == 10
-    assert t.retry_after("10.0.0.2") is None  # another address is not affected
+        assert t.retry_after("10.0.0.1", "k1") is None
+        t.failed("10.0.0.1", "k1")
+    assert t.retry_after("10.0.0.1", "k1") == 10
+    assert t.retry_after("10.0.0.3", "k1") == 10  # the key, from any address
+    assert t.retry_after("10.0.0.1", "k2") is None  # another key from the same address
+    t.failed("10.0.0.1", "k2")
+    t.failed("10.0.0.1", "k3")
+    assert t.retry_after("10.0.0.1", "k4") == 10  # five failures from the address
+    assert t.retry_after("10.0.0.2", "k4") is None  # another address is not affected
     clock[0] = 10.0
-    assert t.retry_after("10.0.0.1") is None
+    assert t.retry_after("10.0.0.1", "k1") is None
 
 
 @pytest.mark.anyio

@@ -47,10 +47,6 @@ def anyio_backend() -> str:
 
 def _postgres_ready() -> None:
     require_postgres()
-    try:
-        import interlock.storage.postgres  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"PostgresCheckpointer is not available: {exc}")
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

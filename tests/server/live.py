@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -9,12 +11,11 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from conftest import unavailable
 from interlock import Agent
 from interlock.server import build_server
 from interlock.server.state import ServerState
@@ -27,6 +28,19 @@ CHROMIUM_ARGS = [
 ]
 
 
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's headless chromium, driven by Playwright (a module-scoped fixture's body)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 def chromium_path() -> str:
     """Debian's chromium, or fail (CI) / skip (elsewhere) with how to install it."""
     path = os.environ.get("INTERLOCK_CHROMIUM") or shutil.which("chromium") or (
@@ -34,9 +48,7 @@ def chromium_path() -> str:
     if path is None:
         message = ("the browser tests need Debian's chromium: apt-get install -y chromium "
                    "(or set INTERLOCK_CHROMIUM to a Chromium binary)")
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable("The browser tests", message)
     return path
 
 
@@ -117,10 +129,46 @@ class ServeProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
-                return self.proc.wait(20)
+                # a worker's stop is bounded by --shutdown-grace, the agent's tool_grace and
+                # closing its pool (docs/cli.md "worker"), more than 20 s on a loaded machine
+                return self.proc.wait(60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
                 raise AssertionError(f"{self.name} did not stop on SIGINT:\n"
                                      f"{''.join(self.lines)}") from None
         return int(self.proc.returncode)
+
+
+def stop_all(processes: Sequence[ServeProcess]) -> list[tuple[str, int]]:
+    """Stop every process still running, the last started first; their exit codes. Every one
+    is stopped (or killed) even when another did not stop: one that hung is reported after all
+    are down, so that no process outlives the test."""
+    codes: list[tuple[str, int]] = []
+    hung: list[str] = []
+    for p in reversed(processes):
+        if p.proc.poll() is None:
+            try:
+                codes.append((p.name, p.stop()))
+            except AssertionError as exc:
+                hung.append(str(exc))
+    assert not hung, "\n".join(hung)
+    return codes
+
+
+@contextlib.contextmanager
+def langgraph_serve(tmp: Path, *extra_args: str) -> Iterator[tuple[ServeProcess, Path]]:
+    """``interlock serve --langgraph-api`` of ``server_agents`` on SQLite in ``tmp``, with the
+    server tests' tokens; the process and its execution log, until the block ends."""
+    from .conftest import TOKENS
+
+    tokens = tmp / "tokens.json"
+    tokens.write_text(json.dumps(TOKENS))
+    log = tmp / "exec.log"
+    log.touch()
+    proc = ServeProcess("serve", f"sqlite:///{tmp / 'lg.db'}", tokens, log,
+                        extra_args=["--langgraph-api", "--expiry-interval", "0", *extra_args])
+    try:
+        yield proc, log
+    finally:
+        assert proc.stop() == 0

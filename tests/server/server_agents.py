@@ -11,6 +11,7 @@ The model reads the latest user message and plans tool calls from its first word
   its schema cannot say, so only the server catches an odd edit)
 * ``twice QUERY``: execute_sql twice, in two turns (for "approve and remember")
 * ``multi``: execute_sql and write_file in one turn
+* ``triple``: execute_sql, write_file and set_limit in one turn
 * ``batch``: execute_sql, write_file, set_limit and ask_user in one turn
 * ``pick``: pick_colour(), which asks ``interrupt(...)`` (not gated)
 * ``purge``: purge() (approve / reject, expires after 50 ms)
@@ -181,6 +182,10 @@ def _plan(text: str) -> list[Any]:
     if word == "multi":
         return [[{"name": "execute_sql", "args": {"query": "SELECT 1"}},
                  {"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]]
+    if word == "triple":
+        return [[{"name": "execute_sql", "args": {"query": "SELECT 3"}},
+                 {"name": "write_file", "args": {"path": "c.txt", "content": "z"}},
+                 {"name": "set_limit", "args": {"n": 2}}]]
     if word == "batch":
         return [[{"name": "execute_sql", "args": {"query": "DELETE FROM t"}},
                  {"name": "write_file", "args": {"path": "b.txt", "content": "y"}},

@@ -20,8 +20,8 @@ from interlock import (
     NoPendingInterrupt,
     StaleInterrupt,
     ThreadInterrupted,
-    ThreadNotFound,
 )
+from interlock.errors import IN_MEMORY_NOTE
 from interlock.storage.base import ThreadSnapshot
 
 from .conftest import Server, eventually, running, sse
@@ -217,9 +217,13 @@ async def test_get_thread_with_messages_request_tools_and_history(local: Server)
 
 
 async def test_unknown_thread_is_404_everywhere(local: Server) -> None:
-    # the memory store adds how to keep threads across processes
-    expected = str(ThreadNotFound(
-        "ghost", in_memory=isinstance(local.agent.checkpointer, MemoryCheckpointer)))
+    # said in HTTP terms (not agent.invoke(...)); the memory store adds how to keep threads
+    # across processes
+    expected = ("Thread 'ghost' does not exist on this server. Check the id (GET /api/threads "
+                "lists them), or start it with POST /api/threads {\"thread_id\": \"ghost\", "
+                "\"message\": \"...\"}.")
+    if isinstance(local.agent.checkpointer, MemoryCheckpointer):
+        expected += " " + IN_MEMORY_NOTE
     c = local.client
     for r in [
         await c.get("/api/threads/ghost"),

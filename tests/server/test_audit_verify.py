@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from conftest import StoreFactory
-from interlock.audit import record_hash
-from interlock.audit_key import load_key
+from interlock.audit import load_key, record_hash
 from security import tables
 from security.tables import Tables
 

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 import httpx
 import pytest
+from playwright import sync_api as playwright_api
+from playwright.sync_api import Browser, Page, expect
 from pydantic import BaseModel
 
 from interlock import Agent, HumanInTheLoop, ScriptedModel, SqliteCheckpointer, tool
@@ -23,9 +25,6 @@ from interlock.messages import Message, UserMessage
 from .conftest import ALICE, BOB, CAROL, TOKENS, bearer
 from .live import CHROMIUM_ARGS, LiveServer, chromium_path
 from .server_agents import EXECUTED, make_agent
-
-playwright_api = pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import Browser, Page, expect  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -95,7 +94,11 @@ def card(page: Page, tool: str) -> Any:
     return page.locator(f'.card[data-tool="{tool}"]')
 
 
-def expect_completed(page: Page) -> None:
+def expect_completed(page: Page, mine: bool = True) -> None:
+    """The open thread completed. ``mine``: after a decision on the page, which moves on to
+    the next pending request; the note it leaves opens the decided thread again."""
+    if mine:
+        page.locator("#done a.done-open").click()
     expect(page.locator('.detail-head [data-status]')).to_have_attribute("data-status",
                                                                         "completed")
 
@@ -268,8 +271,14 @@ def test_decision_made_elsewhere_updates_the_open_page(page: Page, live: LiveSer
                    json={"interrupt_id": intr["id"],
                          "decisions": [{"type": "reject", "message": "done by API"}]})
     assert r.status_code == 202
-    expect(card(page, "execute_sql")).to_have_count(0)
-    expect_completed(page)
+    # the card stays, saying who decided what (nothing was typed, so there is no draft)
+    c = card(page, "execute_sql")
+    expect(c).to_have_class("card decided decided-elsewhere")
+    expect(c.locator(".elsewhere-what")).to_contain_text("local rejected this call")
+    expect(c.locator(".elsewhere-what")).to_contain_text("Their words: done by API")
+    expect(c.locator(":scope > .actions")).to_be_hidden()
+    expect(c.locator(".draft")).to_have_count(0)
+    expect_completed(page, mine=False)
     expect(page.locator('.row[data-thread-id="elsewhere-1"]')).to_have_count(0)
     expect(page.locator("tr.decision-row")).to_contain_text(["rejected execute_sql"])
     expect(page.locator("tr.decision-row pre.detail")).to_contain_text(["message: done by API"])
@@ -300,7 +309,7 @@ def test_untrusted_text_renders_as_text_and_runs_nothing(page: Page, live: LiveS
     api.start(f"write x.txt {XSS}", tid)
     page.goto(f"{live.url}/")
     row = page.locator(".row").filter(has_text="write_file").first
-    expect(row.locator(".row-args")).to_contain_text('<img src=x onerror=\\"window.__xss=1')
+    expect(row.locator(".row-args")).to_contain_text('<img src=x onerror="window.__xss=1')
     expect(row.locator(".row-preview")).to_contain_text("</script><script>window.__xss=2")
     row.click()
     expect(page.locator(".thread-id")).to_have_text(tid)
@@ -411,7 +420,8 @@ def test_the_first_page_is_asked_for_together_with_the_identity(browser: Browser
         # the identity, the page without the count (counting waits for no row) and the count,
         # each asked for once: early.js sends them while the modules load, and the inbox
         # takes those answers instead of asking again
-        threads = [u for u in listed if "/api/threads" in u]
+        # (the first pending request then opens on its own: api/threads/first-1)
+        threads = [u for u in listed if "/api/threads?" in u]
         assert len([u for u in threads if "count=true" in u]) == 1, listed
         assert len([u for u in threads if "count=true" not in u]) == 1, listed
         assert len([u for u in listed if u.endswith("/api/me")]) == 1, listed
@@ -605,7 +615,7 @@ def test_finished_thread_shows_no_null_and_says_what_happened(page: Page,
     expect(row.locator(".row-preview")).to_have_text("approved execute_sql (local)")
     expect(row.locator(".badge")).to_have_text("completed")
     row.click()
-    expect_completed(page)
+    expect_completed(page, mine=False)
     expect(page.locator("tr.decision-row")).to_have_count(1)
     text = page.locator("body").inner_text()
     assert "null" not in text.split(), text
@@ -873,7 +883,7 @@ def test_a_read_only_tool_runs_without_a_confirmation(page: Page, tmp_path: Path
 def test_follow_up_message_from_the_inbox_starts_a_run(page: Page, live: LiveServer) -> None:
     Api(live.url).start("which table should I clean?", "follow-1")
     open_thread_any(page, live, "follow-1")
-    expect_completed(page)
+    expect_completed(page, mine=False)
     box = page.locator(".follow-up")
     expect(box).to_contain_text("The agent asked you something: reply")
     send = box.get_by_role("button", name="Send to the agent")
@@ -909,7 +919,7 @@ def test_follow_up_from_a_thread_creator_who_is_not_an_admin(browser: Browser,
         page = bob_ctx.new_page()
         sign_in(page, BOB, "bob (ops)")
         page.goto(f"{server.url}/#/t/owned-1")
-        expect_completed(page)
+        expect_completed(page, mine=False)
         box = page.locator(".follow-up")
         expect(box).to_contain_text("The agent asked you something: reply")
         box.get_by_label("Message to the agent").fill("limit 4")
@@ -949,7 +959,7 @@ def test_follow_up_from_a_thread_creator_who_is_not_an_admin(browser: Browser,
         assert not any(e == ("set_limit", {"n": 6, "reason": ""}) for e in EXECUTED)
         # the creator still sees the box on the finished thread
         page.reload()
-        expect_completed(page)
+        expect_completed(page, mine=False)
         expect(page.locator(".follow-up")).to_contain_text("Send the agent a follow-up message")
     finally:
         bob_ctx.close()
@@ -963,15 +973,22 @@ def open_thread_any(page: Page, live: LiveServer, thread_id: str) -> None:
 
 
 def test_phone_width_keeps_every_control_visible(browser: Browser, live: LiveServer) -> None:
-    Api(live.url).start("write phone.txt hello from a phone", "phone-1")
+    # a long argument: the request is taller than the screen
+    Api(live.url).start("write phone.txt " + "hello from a phone " * 120, "phone-1")
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
                                   has_touch=True)
     try:
         page = context.new_page()
         page.goto(f"{live.url}/#/t/phone-1")
         expect(page.locator(".thread-id")).to_have_text("phone-1")
-        controls = ["#status-filter", "#search", "#whoami", "#conn", "#help-open",
-                    ".brand"]
+        # a deep link shows the request alone, with a way back to the list
+        expect(page.locator(".list-pane")).to_be_hidden()
+        expect(page.locator("#back")).to_be_visible()
+        # a touch screen shows no keyboard hints
+        expect(page.locator("#help-open")).to_be_hidden()
+        expect(page.locator("kbd.key").first).to_be_hidden()
+        assert page.locator("kbd.key:visible").count() == 0
+        controls = ["#status-filter", "#search", "#whoami", "#conn", ".brand"]
         boxes = {}
         for sel in controls:
             el = page.locator(sel)
@@ -993,11 +1010,21 @@ def test_phone_width_keeps_every_control_visible(browser: Browser, live: LiveSer
                 assert not overlap, (a, b)
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         c = card(page, "write_file")
+        # the decision buttons are on the screen without scrolling, though the request is
+        # taller than it
+        assert page.locator("#detail").evaluate("d => d.scrollHeight > d.clientHeight + 200")
         for button in c.locator(":scope > .actions > button").all():
-            button.scroll_into_view_if_needed()
             expect(button).to_be_visible()
             b = button.bounding_box()
             assert b and b["x"] >= 0 and b["x"] + b["width"] <= 390 + 0.5, b
+            assert b["y"] >= 0 and b["y"] + b["height"] <= 844, b
+        # back: the list alone; a row opens the request again
+        page.locator("#back").click()
+        expect(page.locator(".list-pane")).to_be_visible()
+        expect(page.locator("#detail")).to_be_hidden()
+        page.locator('.row[data-thread-id="phone-1"]').click()
+        expect(page.locator(".thread-id")).to_have_text("phone-1")
+        expect(page.locator(".list-pane")).to_be_hidden()
         c.get_by_role("button", name="Approve", exact=True).click()
         confirm(c)
         expect_completed(page)

@@ -3,6 +3,7 @@ and resumes that are refused before anything changes."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -95,8 +96,13 @@ async def test_refused_resumes_change_nothing() -> None:
                       422, "InvalidDecision", "without text")
         await refused({"command": {"resume": {ids[0]: {"type": "edit", "args": "x"}}}},
                       422, "InvalidDecision", "'edit' needs")
-        await refused({"command": {"resume": {"decisions": [{"type": "approve"}]}}}, 422,
-                      "InvalidDecision", "got 1 decision(s) for 2 pending")
+        await refused({"command": {"resume": {"decisions": [{"type": "approve"}] * 3}}}, 422,
+                      "InvalidDecision", "got 3 decision(s) for 2 pending")
+        await refused({"command": {"resume": {ids[0]: {"decisions": [{"type": "approve"}] * 2}}}},
+                      422, "InvalidDecision", "one call")
+        await refused({"command": {"resume": {"decisions": [
+            {"type": "approve", "tool_call_id": "nope"}]}}}, 422, "InvalidDecision",
+            "position 1")
         await refused({"command": {"goto": "tools"}}, 422, "UnsupportedCommand")
         await refused({"input": {"messages": [{"role": "user", "content": "again"}]}}, 409,
                       "ThreadInterrupted")
@@ -105,7 +111,7 @@ async def test_refused_resumes_change_nothing() -> None:
                                                        "args": "x" * 64_001}}}},
                       422, "LimitExceeded", "max_message_chars")
         r = await c.post(url + "/stream", headers=h, json={
-            "assistant_id": "agent", "stream_mode": "messages",
+            "assistant_id": "agent", "stream_mode": "debug",
             "command": {"resume": {"decisions": [{"type": "approve"}] * 2}}})
         assert r.status_code == 422 and r.json()["error"] == "UnsupportedStreamMode"
         r = await c.get(f"/langgraph/threads/{tid}/state", headers=h)
@@ -139,3 +145,173 @@ async def test_per_call_requests_answered_in_one_resume() -> None:
         assert r.status_code == 200, r.text
         assert "__interrupt__" not in r.json()
         assert EXECUTED == [("execute_sql", {"query": "SELECT 1"})]
+
+
+def _sse(body: str) -> list[tuple[str, Any]]:
+    out = []
+    for block in body.split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in lines:
+            out.append((lines["event"], json.loads(lines["data"])))
+    return out
+
+
+async def test_updates_of_a_run_that_gets_ahead_of_its_stream() -> None:
+    """In process the run reaches its pause before the stream first reads the thread; the
+    model's tool-call message is still sent as an update (the stream counts from what was
+    stored when the run was accepted)."""
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, langgraph_api=True) as s:
+        r = await s.client.post("/langgraph/threads", json={})
+        tid = r.json()["thread_id"]
+        r = await s.client.post(f"/langgraph/threads/{tid}/runs/stream", json={
+            "assistant_id": "agent", "stream_mode": ["updates"],
+            "input": {"messages": [{"role": "user", "content": "sql SELECT 9"}]}})
+        assert r.status_code == 200, r.text
+        updates = [d for e, d in _sse(r.text) if e == "updates"]
+        assert [list(u) for u in updates] == [["model"], ["__interrupt__"]]
+        (m,) = updates[0]["model"]["messages"]
+        assert m["tool_calls"][0]["args"] == {"query": "SELECT 9"}
+
+
+UI_STREAM = {"stream_mode": ["values", "messages-tuple", "custom"], "stream_subgraphs": True,
+             "stream_resumable": True}
+"""What useStream sends with every submit of Agent Chat UI (src/components/thread/index.tsx,
+langchain-ai/agent-chat-ui at fdc87e6; the hook adds messages-tuple and custom)."""
+
+
+async def test_streamed_text_carries_the_id_its_message_is_stored_under() -> None:
+    """A run that is over before its stream relays the first piece of text (in process, a
+    plain answer): the ``messages-tuple`` chunks carry the id of the model message the state
+    stores, not the id of the message after it, in the first turn and in a follow-up.
+    (Agent Chat UI showed each answer twice while the chunks and the stored message had two
+    ids, and the next turn's user message took the chunks' id.)"""
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, langgraph_api=True) as s:
+        tid = (await s.client.post("/langgraph/threads", json={})).json()["thread_id"]
+        for n, text in enumerate(["hello there", "and again", "sql SELECT 5"]):
+            r = await s.client.post(f"/langgraph/threads/{tid}/runs/stream", json={
+                "assistant_id": "agent", **UI_STREAM,
+                "input": {"messages": [{"type": "human", "content": text}]}})
+            assert r.status_code == 200, r.text
+            parts = _sse(r.text)
+            stored = [d for e, d in parts if e == "values"][-1]["messages"]
+            chunks = [d[0] for e, d in parts if e == "messages" and
+                      d[0]["type"] == "AIMessageChunk" and d[0]["content"]]
+            answer = stored[-1]  # the answer, or the message proposing the call (paused)
+            assert answer["type"] == "ai" and bool(answer["tool_calls"]) == (n == 2)
+            assert chunks and {c["id"] for c in chunks} == {answer["id"]}, (chunks, stored)
+            assert "".join(c["content"] for c in chunks) == answer["content"]
+            assert len({m["id"] for m in stored}) == len(stored)
+
+
+async def test_agent_chat_ui_requests() -> None:
+    """The HTTP requests of Agent Chat UI (langchain-ai/agent-chat-ui at fdc87e6), in the order
+    its code makes them, each cited: the reply streams, an interrupt of a turn with two calls
+    is answered with one decision each, "Mark as resolved" ends the next one, and editing an
+    earlier message or regenerating (a run from an earlier checkpoint) is refused, changing
+    nothing."""
+    EXECUTED.clear()
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, langgraph_api=True) as s:
+        c = s.client
+
+        async def stream(url: str, body: dict[str, Any]) -> list[tuple[str, Any]]:
+            r = await c.post(url, json={"assistant_id": "agent", **UI_STREAM, **body})
+            assert r.status_code == 200, r.text
+            return _sse(r.text)
+
+        assert (await c.get("/langgraph/info")).status_code == 200  # providers/Stream.tsx
+        r = await c.post("/langgraph/threads/search", json={  # providers/Thread.tsx
+            "metadata": {"graph_id": "agent"}, "limit": 100})
+        assert r.status_code == 200
+        # useStream creates the thread, then streams the run (components/thread/index.tsx)
+        tid = (await c.post("/langgraph/threads", json={})).json()["thread_id"]
+        human = {"id": "m-1", "type": "human", "content": [{"type": "text", "text": "multi"}]}
+        parts = await stream(f"/langgraph/threads/{tid}/runs/stream",
+                             {"input": {"messages": [human]}})
+        last = [d for e, d in parts if e == "values"][-1]
+        assert len(last["__interrupt__"]) == 2
+        assert any(e == "messages" for e, _ in parts)
+        history = await c.post(f"/langgraph/threads/{tid}/history", json={"limit": 10})
+        assert history.status_code == 200 and history.json()[0]["next"] == ["tools"]
+
+        # the HITL card: one resume per shown action request
+        # (agent-inbox/hooks/use-interrupted-actions.tsx: resume {decisions})
+        parts = await stream(f"/langgraph/threads/{tid}/runs/stream", {
+            "input": {}, "command": {"resume": {"decisions": [{"type": "approve"}]}}})
+        last = [d for e, d in parts if e == "values"][-1]
+        assert [i["value"]["action_requests"][0]["name"] for i in last["__interrupt__"]] == [
+            "write_file"]
+        assert EXECUTED == [("execute_sql", {"query": "SELECT 1"})]
+        # "Mark as resolved" (use-interrupted-actions.tsx: command {goto: END})
+        parts = await stream(f"/langgraph/threads/{tid}/runs/stream",
+                             {"input": {}, "command": {"goto": "__end__"}})
+        assert "__interrupt__" not in [d for e, d in parts if e == "values"][-1]
+        state = await agent.aget_thread(tid)
+        assert state.status != "interrupted" and EXECUTED == [
+            ("execute_sql", {"query": "SELECT 1"})]
+        tool = [m for m in state.messages if m.role == "tool"][-1]
+        assert "resolved" in tool.content
+        r = await c.post(f"/langgraph/threads/{tid}/runs/stream", json={
+            "assistant_id": "agent", "input": {}, "command": {"goto": "__end__"}})
+        assert r.status_code == 409 and r.json()["error"] == "NoPendingInterrupt"
+
+        # editing the first message (messages/human.tsx) or regenerating (index.tsx) sends
+        # the parent checkpoint of that message: branching is refused, nothing is appended
+        history = (await c.post(f"/langgraph/threads/{tid}/history", json={})).json()
+        parent = history[0]["parent_checkpoint"]
+        count = len(state.messages)
+        for body in ({"input": {"messages": [{**human, "content": "sql x"}]},
+                      "checkpoint": parent},
+                     {"input": None, "checkpoint": parent}):
+            r = await c.post(f"/langgraph/threads/{tid}/runs/stream",
+                             json={"assistant_id": "agent", **UI_STREAM, **body})
+            assert r.status_code == 422 and r.json()["error"] == "UnsupportedCheckpoint", r.text
+            assert "branch" in r.json()["message"]
+        assert len((await agent.aget_thread(tid)).messages) == count
+        # from the latest checkpoint it is an ordinary message
+        parts = await stream(f"/langgraph/threads/{tid}/runs/stream", {
+            "input": {"messages": [{**human, "content": "hello"}]},
+            "checkpoint": history[0]["checkpoint"]})
+        assert [d for e, d in parts if e == "values"][-1]["messages"][-1]["content"] == \
+            "You said: hello"
+
+
+async def test_each_interrupt_carries_a_schema_of_its_answer() -> None:
+    """``response_schema`` on every pending call's interrupt (LangGraph's
+    ``Interrupt.response_schema``): a client can check its resume before sending it."""
+    from jsonschema import Draft202012Validator
+
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, langgraph_api=True) as s:
+        c = s.client
+        tid, pending = await _paused(c, {}, "batch")
+        by_tool = {p["value"]["action_requests"][0]["name"]: p for p in pending}
+
+        def ok(name: str, resume: Any) -> bool:
+            return Draft202012Validator(by_tool[name]["response_schema"]).is_valid(resume)
+
+        assert ok("execute_sql", {"decisions": [{"type": "approve"}]})
+        assert ok("set_limit", {"decisions": [{"type": "edit", "edited_action": {
+            "name": "set_limit", "args": {"n": 6}}}]})
+        assert not ok("set_limit", {"decisions": [{"type": "respond", "message": "x"}]})
+        assert not ok("set_limit", {"decisions": [{"type": "edit", "edited_action": {
+            "name": "set_limit", "args": {"n": "six"}}}]})
+        assert ok("ask_user", {"decisions": [{"type": "respond", "message": "eu"}]})
+        assert not ok("ask_user", {"decisions": [{"type": "approve"}]})
+        assert not ok("execute_sql", {"decisions": [{"type": "approve"}] * 2})
+        # one interrupt per turn: one decision per call, each checked against its own policy
+        r = await c.get(f"/langgraph/per-turn/threads/{tid}/state")
+        (turn,) = [i for i in r.json()["interrupts"] if "action_requests" in i["value"]]
+        schema = Draft202012Validator(turn["response_schema"])
+        good = [{"type": "approve"}, {"type": "reject"}, {"type": "approve"},
+                {"type": "respond", "message": "eu"}]
+        assert schema.is_valid({"decisions": good})
+        assert not schema.is_valid({"decisions": [*good[:3], {"type": "approve"}]})
+        # Agent Inbox: a one-item list of HumanResponses the config allows
+        r = await c.get(f"/langgraph/agent-inbox/threads/{tid}/state")
+        inbox = {i["value"]["action_request"]["action"]: i for i in r.json()["interrupts"]}
+        ask = Draft202012Validator(inbox["ask_user"]["response_schema"])
+        assert ask.is_valid([{"type": "response", "args": "eu"}])
+        assert not ask.is_valid([{"type": "accept", "args": None}])

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from interlock import ActionRequest, ReviewConfig, tool
+from interlock import ActionRequest, ReviewConfig, display, tool
 from interlock.server.langgraph.responses import coerce_args
 from interlock.server.langgraph.shapes import inbox_description
 
@@ -56,10 +56,16 @@ def test_model_text_is_shown_literally_in_the_markdown(description: str, reason:
         ReviewConfig(action_name="configure", allowed_decisions=["approve"], reviewers=["dba"]))
     tokens = MarkdownIt("commonmark").parse(md)
     fences = [t.content for t in tokens if t.type == "fence"]
-    assert fences == [description + "\n"] + ([reason + "\n"] if reason else [])
+    # shown by the display policy (hidden characters escaped), and literally
+    assert fences == [display.visible(description) + "\n"] + (
+        [display.visible(reason) + "\n"] if reason else [])
     inline = [c for t in tokens if t.type == "inline" for c in t.children or []]
     kinds = {c.type for c in inline}
     assert not kinds & {"link_open", "image", "html_inline"}
     assert not {t.type for t in tokens} & {"html_block"}
     codes = [c.content for c in inline if c.type == "code_inline"]
-    assert codes == ["configure", " ".join(call_id.split()), "dba"]
+    assert codes == ["configure", " ".join(display.one_line(call_id).split()), "dba"]
+    # Agent Inbox's list row shows the first 65 characters as plain text: no markdown there
+    row = md[:65].split("\n")[0]
+    assert row == "Review a call of configure."
+    assert next(t.content for t in tokens if t.type == "inline") == row

@@ -48,7 +48,6 @@ def _closed_port() -> int:
 ])
 def test_an_unreachable_database_stops_the_start_with_one_error_line(
         command: list[str]) -> None:
-    pytest.importorskip("psycopg_pool")
     url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/test"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get(
         "PYTHONPATH", "")])}

@@ -13,18 +13,15 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import Browser, Page, expect
 
 from interlock import SqliteCheckpointer
 from procs.subagent_team import Effects
 
+from . import test_browser
 from .conftest import ALICE, BOB, TOKENS, bearer
 from .live import LiveServer
 from .subagent_agents import make_lead, make_same_name_team
-
-playwright_api = pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import Browser, Page, expect  # noqa: E402
-
-from . import test_browser  # noqa: E402
 
 # the same Chromium, and the same page that fails a test on any script or console error
 browser = test_browser.browser

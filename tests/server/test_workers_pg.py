@@ -22,7 +22,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from conftest import StoreFactory, require_postgres
+from conftest import PG_DSN, StoreFactory, require_postgres
 from interlock.cli import main as cli
 
 from .conftest import ALICE, BOB, TOKENS, bearer
@@ -99,7 +99,7 @@ def tier(tmp_path: Path) -> Iterator[dict[str, Any]]:
     log.touch()
     started: list[Any] = []
     env = {"url": pg.url(), "tokens": tokens, "log": log, "release": tmp_path / "release",
-           "started": started}
+           "started": started, "schema": pg.pg_schema}
     try:
         yield env
     finally:
@@ -129,6 +129,21 @@ def worker(tier: dict[str, Any], name: str, *args: str, **options: Any) -> Worke
     return w
 
 
+def listening(schema: str) -> int:
+    """How many connections LISTEN for the change signals of ``schema`` (one per process:
+    each process's store listens on one connection for all its topics)."""
+    import psycopg
+
+    from interlock.storage.postgres import channel_name
+
+    prefix = channel_name(schema, "changes").removesuffix("changes")
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        row = conn.execute("SELECT count(DISTINCT pid) FROM pg_stat_activity "
+                           "WHERE state = 'idle' AND query LIKE %s",
+                           [f'LISTEN "{prefix}%']).fetchone()
+    return int(row[0]) if row else 0
+
+
 def wait_for(pred: Any, within: float = 30.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -139,6 +154,32 @@ def wait_for(pred: Any, within: float = 30.0, what: str = "condition") -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def approve(c: httpx.Client, url: str, thread_id: str, interrupt_id: str) -> httpx.Response:
+    """alice approves ``interrupt_id`` of ``thread_id`` through the server at ``url``."""
+    return c.post(f"{url}/api/threads/{thread_id}/decisions", headers=bearer(ALICE),
+                  json={"interrupt_id": interrupt_id, "decisions": [{"type": "approve"}]})
+
+
+def pause_and_approve(c: httpx.Client, url: str, prefix: str, n: int) -> list[dict[str, Any]]:
+    """bob starts ``n`` runs (threads PREFIX0...) through the server at ``url``, each asking
+    for ``UPDATE t SET n = i``, and alice approves each (eight at a time); every answer must
+    be 202. The paused runs, as the server answered."""
+    def start(i: int) -> dict[str, Any]:
+        r = c.post(f"{url}/api/threads", params={"wait": "true"}, headers=bearer(BOB),
+                   json={"message": f"sql UPDATE t SET n = {i}", "thread_id": f"{prefix}{i}"})
+        assert r.status_code == 200, r.text
+        body: dict[str, Any] = r.json()
+        return body
+
+    with ThreadPoolExecutor(8) as pool:
+        paused = list(pool.map(start, range(n)))
+        assert all(p["status"] == "interrupted" for p in paused)
+        answers = list(pool.map(lambda i: approve(c, url, f"{prefix}{i}",
+                                                  paused[i]["interrupts"][0]["id"]), range(n)))
+    assert [r.status_code for r in answers] == [202] * n, [r.text for r in answers]
+    return paused
+
+
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_api_only_server_and_two_workers_run_each_approval_once(tmp_path: Path,
@@ -147,27 +188,9 @@ def test_api_only_server_and_two_workers_run_each_approval_once(tmp_path: Path,
     workers = [worker(tier, "worker 1"), worker(tier, "worker 2")]
     n = 24
     with httpx.Client(timeout=60) as c:
-        def start(i: int) -> dict[str, Any]:
-            r = c.post(f"{server.url}/api/threads", params={"wait": "true"},
-                       headers=bearer(BOB),
-                       json={"message": f"sql UPDATE t SET n = {i}", "thread_id": f"w{i}"})
-            assert r.status_code == 200, r.text
-            body: dict[str, Any] = r.json()
-            return body
-
-        def decide(i: int, interrupt_id: str) -> httpx.Response:
-            return c.post(f"{server.url}/api/threads/w{i}/decisions", headers=bearer(ALICE),
-                          json={"interrupt_id": interrupt_id,
-                                "decisions": [{"type": "approve"}]})
-
-        with ThreadPoolExecutor(8) as pool:
-            paused = list(pool.map(start, range(n)))
-            assert all(p["status"] == "interrupted" for p in paused)
-            answers = list(pool.map(lambda i: decide(i, paused[i]["interrupts"][0]["id"]),
-                                    range(n)))
-        assert [r.status_code for r in answers] == [202] * n, [r.text for r in answers]
+        paused = pause_and_approve(c, server.url, "w", n)
         # the same decision again: refused, nothing queued twice
-        again = decide(0, paused[0]["interrupts"][0]["id"])
+        again = approve(c, server.url, "w0", paused[0]["interrupts"][0]["id"])
         assert again.status_code == 409, again.text
 
         def all_done() -> bool:
@@ -197,6 +220,19 @@ def test_api_only_server_and_two_workers_run_each_approval_once(tmp_path: Path,
         asyncio.run(store.close())
 
 
+def approve_hanging_call(c: httpx.Client, server: ServeProcess, log: Path, thread_id: str,
+                         query: str) -> None:
+    """Start ``hang QUERY`` on a thread, approve it, and wait until a worker runs the tool."""
+    r = c.post(f"{server.url}/api/threads", params={"wait": "true"}, headers=bearer(BOB),
+               json={"message": f"hang {query}", "thread_id": thread_id})
+    assert r.status_code == 200, r.text
+    intr = r.json()["interrupts"][0]
+    r = approve(c, server.url, thread_id, intr["id"])
+    assert r.status_code == 202, r.text
+    wait_for(lambda: any(e["name"] == "hang_sql:started" for e in executions(log)),
+             30, "the tool to start")
+
+
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_a_worker_killed_mid_tool_is_replaced_and_the_tool_is_not_run_again(
@@ -205,15 +241,7 @@ def test_a_worker_killed_mid_tool_is_replaced_and_the_tool_is_not_run_again(
     first = worker(tier, "worker 1", "--claim-lease", "1")
     log: Path = tier["log"]
     with httpx.Client(timeout=60) as c:
-        r = c.post(f"{server.url}/api/threads", params={"wait": "true"}, headers=bearer(BOB),
-                   json={"message": "hang UPDATE accounts SET x = 1", "thread_id": "k1"})
-        assert r.status_code == 200, r.text
-        intr = r.json()["interrupts"][0]
-        r = c.post(f"{server.url}/api/threads/k1/decisions", headers=bearer(ALICE),
-                   json={"interrupt_id": intr["id"], "decisions": [{"type": "approve"}]})
-        assert r.status_code == 202, r.text
-        wait_for(lambda: any(e["name"] == "hang_sql:started" for e in executions(log)),
-                 30, "the tool to start")
+        approve_hanging_call(c, server, log, "k1", "UPDATE accounts SET x = 1")
         first.proc.send_signal(signal.SIGKILL)  # in the middle of the tool
         first.proc.wait(10)
         tier["release"].touch()  # a tool started from now on would finish at once
@@ -252,34 +280,29 @@ def test_a_worker_killed_mid_tool_is_replaced_and_the_tool_is_not_run_again(
 @pytest.mark.slow
 def test_changes_reach_another_process_stream_through_notify_not_polling(
         tmp_path: Path, tier: dict[str, Any]) -> None:
-    # every process polls only every 30 s: what arrives sooner came through LISTEN/NOTIFY
-    a = api(tier, "api A", "--poll-interval", "30")
-    b = api(tier, "api B", "--poll-interval", "30")
-    worker(tier, "worker", "--poll-interval", "30")
+    # every process polls once as it starts and then only every hour: what arrives within
+    # the test's minutes came through LISTEN/NOTIFY
+    a = api(tier, "api A", "--poll-interval", "3600")
+    b = api(tier, "api B", "--poll-interval", "3600")
+    worker(tier, "worker", "--poll-interval", "3600")
     inbox_b = Stream(f"{b.url}/api/inbox/events", BOB)
-    time.sleep(0.5)  # both watchers and the worker listen
+    wait_for(lambda: listening(tier["schema"]) >= 3, within=60,
+             what="the two servers and the worker to LISTEN")
     with httpx.Client(timeout=30) as c:
-        t0 = time.monotonic()
         r = c.post(f"{a.url}/api/threads", headers=bearer(BOB),
                    json={"message": "sql DELETE FROM sessions", "thread_id": "n1"})
         assert r.status_code == 202, r.text
         raised = inbox_b.until(lambda e: e["event"] == "request_raised"
-                               and e["data"]["thread"]["thread_id"] == "n1", within=10)
-        seen_raised = time.monotonic() - t0
-        t1 = time.monotonic()
+                               and e["data"]["thread"]["thread_id"] == "n1", within=120)
         r = c.post(f"{a.url}/api/threads/n1/decisions", headers=bearer(ALICE),
                    json={"interrupt_id": raised["data"]["interrupt_id"],
                          "decisions": [{"type": "approve"}]})
         assert r.status_code == 202, r.text
         inbox_b.until(lambda e: e["event"] == "request_resolved"
-                      and e["data"]["thread"]["thread_id"] == "n1", within=10)
-        seen_resolved = time.monotonic() - t1
+                      and e["data"]["thread"]["thread_id"] == "n1", within=120)
         inbox_b.until(lambda e: e["event"] == "thread_updated"
                       and e["data"]["thread"]["thread_id"] == "n1"
-                      and e["data"]["thread"]["status"] == "completed", within=10)
-        seen_done = time.monotonic() - t1
-    assert seen_raised < 3 and seen_resolved < 3 and seen_done < 3, (
-        seen_raised, seen_resolved, seen_done)
+                      and e["data"]["thread"]["status"] == "completed", within=120)
     assert len([e for e in executions(tier["log"])
                 if e["args"] == {"query": "DELETE FROM sessions"}]) == 1
 
@@ -347,3 +370,37 @@ def test_langgraph_clients_on_an_api_only_server_with_a_worker(tier: dict[str, A
     assert [(e["name"], e["args"]) for e in runs] == [
         ("execute_sql", {"query": "DELETE FROM old_rows"})]
     assert [e["pid"] for e in runs] == [runner.pid]  # run by the worker, not the API server
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+@pytest.mark.parametrize("grace", ["5", "0.5"])
+def test_a_worker_stopped_with_sigterm_mid_tool_stores_the_result(
+        tmp_path: Path, tier: dict[str, Any], grace: str) -> None:
+    """SIGTERM while a sync tool runs: the worker claims nothing more, lets the tool finish
+    (within its shutdown grace, or, past it, the run is cancelled and the tool waited for up
+    to the agent's tool grace), stores the result and exits cleanly; the next worker goes on
+    from there and nobody is asked "outcome unknown" about the tool that ran."""
+    server = api(tier, "api")
+    first = worker(tier, "worker 1", "--shutdown-grace", grace)
+    log: Path = tier["log"]
+    with httpx.Client(timeout=60) as c:
+        approve_hanging_call(c, server, log, "g1", "UPDATE accounts SET x = 2")
+        first.proc.send_signal(signal.SIGTERM)  # in the middle of the tool
+        time.sleep(1.0)  # past the short grace, within the long one
+        tier["release"].touch()
+        assert first.proc.wait(30) == 0, "".join(first.lines)
+        output = "".join(first.lines)
+        assert "cannot schedule new futures" not in output, output
+        assert [e["name"] for e in executions(log)] == ["hang_sql:started", "hang_sql"]
+        worker(tier, "worker 2", "--claim-lease", "1")
+
+        def settled() -> dict[str, Any] | None:
+            t = c.get(f"{server.url}/api/threads/g1", headers=bearer(ALICE)).json()
+            return t if t["status"] in ("completed", "interrupted") else None
+
+        t = wait_for(settled, 60, "the run to settle")
+        assert t["status"] == "completed", t
+        assert t["messages"][-1]["content"] == "Done. OK: ran UPDATE accounts SET x = 2"
+        assert "outcome_unknown" not in [h["kind"] for h in t["history"]]
+    assert [e["name"] for e in executions(log)] == ["hang_sql:started", "hang_sql"]

@@ -4,6 +4,7 @@
   interlock demo                        the sample operations agent with the web inbox
   interlock serve MODULE:agent          the HTTP API and web inbox for your agent
   interlock worker MODULE:agent         run what API-only servers queue (Postgres)
+  interlock migrate --db URL            create or upgrade the Postgres tables
   interlock review --agent MODULE:agent walk pending requests in the terminal
   interlock threads / show / cancel     inspect and close threads
   interlock recover --agent MODULE:agent continue threads whose process stopped
@@ -24,6 +25,7 @@ from .. import __version__
 from ._common import InterlockGroup
 from .audit import audit
 from .demo import demo
+from .migrate import migrate
 from .notify import dispatch, outbox
 from .recover import recover
 from .review import review
@@ -49,7 +51,7 @@ def main() -> None:
 
 
 for _command in (demo, review, threads, show, cancel, recover, audit, dispatch, outbox,
-                 worker):
+                 worker, migrate):
     main.add_command(_command)
 
 try:

@@ -9,6 +9,7 @@ import importlib
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -23,18 +24,17 @@ from rich.segment import Segment
 from .. import display
 from .._sync import run_blocking
 from ..agent import Agent
-from ..authz import Reviewer, check_name
+from ..authz import Reviewer, check_name, read_keys
 from ..errors import (
     ConfigurationError,
     InterlockError,
-    NoPendingInterrupt,
     NotAuthorized,
-    ThreadInterrupted,
-    ThreadNotFound,
+    in_other_terms,
 )
 from ..models.scripted import ScriptedModel
 from ..storage import from_url
 from ..storage.base import Checkpointer, ThreadRecord
+from ..storage.postgres_conn import redact_url
 from ..storage.sqlite import SqliteCheckpointer
 from ..subagent_tree import use_store
 
@@ -103,17 +103,15 @@ class InterlockGroup(click.Group):
 def cli_message(exc: InterlockError) -> str:
     """The library's message, with its Python advice (``agent.invoke(...)``) replaced by the
     commands that do the same from a shell."""
-    if isinstance(exc, ThreadNotFound):
-        return (f"Thread {exc.thread_id!r} does not exist in this store. List the threads with "
-                f"`interlock threads` (same --db / --agent) and check the id and the store.")
-    if isinstance(exc, NoPendingInterrupt):
-        return (f"Thread {exc.thread_id!r} has no pending interrupt: nothing waits for a "
-                f"decision. See its state with `interlock show {exc.thread_id}`.")
-    if isinstance(exc, ThreadInterrupted):
-        return (f"Thread {exc.thread_id!r} is waiting for a decision. Decide it with "
-                f"`interlock review --thread {exc.thread_id}` or close it with "
-                f"`interlock cancel {exc.thread_id}`.")
-    return str(exc)
+    return in_other_terms(
+        exc,
+        not_found="Thread {thread!r} does not exist in this store. List the threads with "
+                  "`interlock threads` (same --db / --agent) and check the id and the store.",
+        no_pending="Thread {thread!r} has no pending interrupt: nothing waits for a decision. "
+                   "See its state with `interlock show {thread}`.",
+        waiting="Thread {thread!r} is waiting for a decision. Decide it with "
+                "`interlock review --thread {thread}` or close it with "
+                "`interlock cancel {thread}`.")
 
 
 # ---------------------------------------------------------------------------- output
@@ -206,14 +204,14 @@ def open_store(url: str) -> Checkpointer:
     """Open an existing thread store; a SQLite file that does not exist is an error (a typo
     would otherwise create an empty database and show nothing)."""
     try:
-        store = from_url(url)
+        store = from_url(url, read_keys=read_keys)
     except ConfigurationError as exc:
-        raise CliUsageError(f"--db {url!r}: {exc}") from exc
+        raise CliUsageError(f"--db {redact_url(url)!r}: {exc}") from exc
     if isinstance(store, SqliteCheckpointer) and store.path != ":memory:" \
             and not Path(store.path).is_file():
         raise CliError(
-            f"--db {url!r}: the database file {store.path} does not exist. Check the path "
-            f"(sqlite:///relative.db or sqlite:////absolute/path.db)."
+            f"--db {redact_url(url)!r}: the database file {store.path} does not exist. Check "
+            f"the path (sqlite:///relative.db or sqlite:////absolute/path.db)."
         )
     return store
 
@@ -233,15 +231,20 @@ class _StderrLog(logging.StreamHandler[TextIO]):
     """The handler :func:`log_to_stderr` adds (once per process)."""
 
 
-def log_to_stderr(level: str) -> None:
+def log_to_stderr(level: str, log_format: str = "text") -> None:
     """Show interlock's own log records of ``level`` and above on stderr, as
-    ``LEVEL logger: message`` (a long-running command's ``--log-level``; third-party loggers
-    keep their own settings). Call it once the command is about to run: it changes the
+    ``LEVEL logger: message`` (``log_format="json"``: one JSON object per line, see
+    :mod:`interlock.observe.logs`) (a long-running command's ``--log-level``; third-party
+    loggers keep their own settings). Call it once the command is about to run: it changes the
     process's logging."""
     logger = logging.getLogger("interlock")
     if not any(isinstance(h, _StderrLog) for h in logger.handlers):
         handler = _StderrLog(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        if log_format == "json":
+            from ..observe.logs import JsonFormatter
+            handler.setFormatter(JsonFormatter())
+        else:
+            handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level.upper())
 
@@ -347,3 +350,24 @@ def with_agent(purpose: str | None = None) -> Callable[[F], F]:
 def iter_threads(agent: Agent, status: str | None, page: int = 200) -> Iterator[ThreadRecord]:
     """Every thread with ``status`` (newest first), page by page."""
     return agent.iter_threads(status=status, page=page)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket for the server on ``host:port``, bound here so that a port in use is
+    one clear line and exit 1 (not the web server's log lines and its own exit code)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; check --host."
+                       ) from exc
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose "
+                       f"another port with --port (0 picks a free one).") from exc
+    sock.set_inheritable(True)
+    return sock

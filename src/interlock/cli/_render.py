@@ -15,10 +15,10 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import display
-from ..audit import AuditKind
-from ..hitl import ActionRequest, HITLRequest, ReviewConfig
+from ..audit.records import AuditKind
 from ..interrupts import Interrupt, PathStep
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ..review_request import ActionRequest, ReviewConfig, read_request
 from ..storage.base import AuditRecord, JournalEntry, ThreadRecord
 from ..subagent_tree import path_text
 from ._common import short, when
@@ -47,9 +47,7 @@ def waiting_on(pending: list[Interrupt]) -> str:
     names: list[str] = []
     for intr in pending:
         if intr.kind == "review":
-            value = intr.value
-            req = HITLRequest.of(value)
-            names.extend(a.name + _via(a.path) for a in req.action_requests)
+            names.extend(a.name + _via(a.path) for a in read_request(intr.value).action_requests)
         else:
             names.append("answer to a question" + _via(intr.path))
     return ", ".join(names)
@@ -156,8 +154,12 @@ def message_lines(messages: list[Message], *, width: int = 600) -> RenderableTyp
 
 
 def quorum(config: ReviewConfig) -> str | None:
-    """"approvals 1 of 2 (alice)" for a call that needs several approvals; escalation."""
+    """"approvals 1 of 2 (alice)" for a call that needs several approvals; the revision of
+    an edited call; escalation."""
     parts = []
+    if config.revision > 1:
+        parts.append(f"revision {config.revision}, edited by "
+                     f"{display.one_line(config.edited_by or '?')}")
     if config.approvals_required > 1:
         given = config.approved_by or []
         who = ", ".join(a.by for a in given) or "none yet"
@@ -193,7 +195,14 @@ def request_panel(
         rows.append(Text.assemble(("agent    ", "bold"), (display.visible(agent_text), "")))
     rows.extend(path_lines(request.path))
     rows.append(Text(""))
-    rows.append(Text(display.visible(request.description)))
+    if request.reason == "outcome_unknown":
+        rows.append(Text("OUTCOME UNKNOWN: this call may already have run before the process "
+                         "stopped. Check by hand before approving it again.",
+                         style="bold white on red"))
+    description = display.shown_description(request.description or "", request.name,
+                                            request.args)
+    if description:
+        rows.append(Text(display.visible(description)))
     rows.append(Text(""))
     rows.append(Text.assemble(("tool ", "bold"), (display.one_line(request.name), "bold cyan"),
                               (f"   call {display.one_line(request.tool_call_id)}", "dim")))
@@ -318,10 +327,8 @@ def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
         return Panel(Group(*path_lines(intr.path), json_block(intr.value)),
                      title=f"question (interrupt {display.one_line(intr.id)})",
                      title_align="left", border_style="yellow")
-    value = intr.value
-    req = HITLRequest.of(value)
     parts: list[RenderableType] = []
-    for a, c in zip(req.action_requests, req.review_configs, strict=True):
+    for a, c in read_request(intr.value).pairs():
         parts.extend(warning_lines(a.name, a.description, a.args))
         parts.extend(path_lines(a.path))
         parts.append(Text.assemble(("tool ", "bold"), (display.one_line(a.name), "bold cyan"),

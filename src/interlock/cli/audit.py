@@ -10,7 +10,7 @@ import click
 from .. import display
 from .._sync import run_blocking
 from ..agent import Agent
-from ..audit_verify import AuditHead
+from ..audit.verify import AuditHead
 from ..storage.base import AuditRecord
 from ..subagent_tree import audit_with_subagents
 from ._common import CliError, CliUsageError, dump_json, out, with_agent

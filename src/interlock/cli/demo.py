@@ -21,9 +21,9 @@ from rich.text import Text
 from ..demo import DATA_DIR_ENV, MODEL_ENV, build_agent, claim, default_data_dir, prepare
 from ..demo.model import SCENARIOS
 from ..errors import MissingDependency
-from ..hitl import HITLRequest
 from ..result import RunResult
-from ._common import CliError, out
+from ..review_request import read_request
+from ._common import CliError, listen, out
 
 HINTS = {
     # the same words as the "try" column of the table in docs/cli.md (a test compares them)
@@ -39,11 +39,22 @@ def _waiting_on(result: RunResult) -> str:
         return "completed without needing a person"
     names: list[str] = []
     for intr in result.interrupts:
-        if isinstance(intr.value, HITLRequest):
-            names.extend(a.name for a in intr.value.action_requests)
+        if intr.kind == "review":
+            names.extend(read_request(intr.value).tool_names())
         else:
             names.append("an answer")
     return "waits for: " + ", ".join(names)
+
+
+def _command() -> str:
+    """How to run this interlock from another terminal window: the ``interlock`` script of the
+    environment running now, by its full path (a new window has not activated the virtual
+    environment, so a bare ``interlock`` is often "command not found"), else this Python with
+    ``-m interlock.cli``."""
+    script = Path(sys.executable).parent / "interlock"
+    if script.is_file() and os.access(script, os.X_OK):
+        return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m interlock.cli"
 
 
 def _user() -> str:
@@ -51,19 +62,6 @@ def _user() -> str:
         return getpass.getuser()
     except Exception:
         return "your-name"
-
-
-def _bind(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError as exc:
-        sock.close()
-        raise CliError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}; choose "
-                       f"another port with --port (0 picks a free one).") from exc
-    sock.set_inheritable(True)
-    return sock
 
 
 def _graphical_browser() -> bool:
@@ -132,7 +130,7 @@ def demo(port: int, data_dir: Path | None, model: str | None, no_browser: bool) 
 
 def _serve(console: Console, data: Path, port: int, model: str | None, no_browser: bool,
            build_server: Callable[..., Any]) -> None:
-    sock = _bind(port)
+    sock = listen("127.0.0.1", port)
     try:
         with console.status("Creating the sample shop database…"):
             sample = prepare(data)
@@ -154,6 +152,7 @@ def _serve(console: Console, data: Path, port: int, model: str | None, no_browse
     url = f"http://127.0.0.1:{bound}/"
     db_url = shlex.quote(f"sqlite:///{data / 'interlock.db'}")
     env = _shell_env(data, model)
+    cli = _command()
 
     def ready() -> None:
         click.echo(f"interlock demo: inbox at {url}")
@@ -169,15 +168,16 @@ def _serve(console: Console, data: Path, port: int, model: str | None, no_browse
         console.print(Text.assemble("Open ", (url, "bold cyan"), " — these runs wait for you:"))
         console.print(runs)
         console.print()
-        console.print("Or decide in a terminal (another window):")
-        for line in [f"  {env}interlock review --agent interlock.demo:agent "
+        console.print("Or decide in a terminal (another window; the command's full path, so "
+                      "it works there without activating the virtual environment):")
+        for line in [f"  {env}{cli} review --agent interlock.demo:agent "
                      f"--reviewer {shlex.quote(_user())}"]:
             console.print(Text(line, style="bold"), soft_wrap=True)
         console.print()
         console.print("See what happened:")
-        for line in [f"  interlock threads --db {db_url}",
-                     f"  interlock show cleanup-cancelled-orders --db {db_url}",
-                     f"  interlock audit verify --db {db_url}",
+        for line in [f"  {cli} threads --db {db_url}",
+                     f"  {cli} show cleanup-cancelled-orders --db {db_url}",
+                     f"  {cli} audit verify --db {db_url}",
                      f"  sqlite3 {shlex.quote(str(sample))} "
                      f"'SELECT id, to_addr, subject FROM outbox'"]:
             console.print(Text(line), soft_wrap=True)

@@ -72,11 +72,16 @@ def dispatch(agent: Agent, notify_file: Path, once: bool) -> None:
 
 def _row(e: OutboxEvent) -> str:
     parts = []
+    errors = []
     for name, d in (e.deliveries or {}).items():
-        note = f" ({short(d.last_error, 50)})" if d.last_error and d.status != "delivered" else ""
-        parts.append(f"{name}={d.status}/{d.attempts}{note}")
-    return (f"{e.id}  {e.status:9}  {e.type:27}  {short(e.thread_id, 24):24}  "
-            f"{when(e.created_at)}  {'; '.join(parts) or 'not handled yet'}")
+        failed = bool(d.last_error) and d.status != "delivered"
+        parts.append(f"{name}={d.status}/{d.attempts}" + (" (error below)" if failed else ""))
+        if failed:
+            # whole, on a line of its own: a cut error often cuts the URL that failed
+            errors.append(f"    {name}: {short(d.last_error or '', 2000)}")
+    return "\n".join([f"{e.id}  {e.status:9}  {e.type:27}  {short(e.thread_id, 24):24}  "
+                      f"{when(e.created_at)}  {'; '.join(parts) or 'not handled yet'}",
+                      *errors])
 
 
 @click.command("outbox")

@@ -8,6 +8,7 @@ and the run continues right here with the agent's tools and model.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from rich.text import Text
 
 from .. import display
 from ..agent import Agent, ThreadState
-from ..authz import Reviewer
+from ..authz import Reviewer, ThreadFacts, may_post
 from ..errors import (
     InterlockError,
     InterruptConflict,
@@ -28,13 +29,14 @@ from ..errors import (
     NoPendingInterrupt,
     NotAuthorized,
     StaleInterrupt,
+    StaleRevision,
     ThreadBusy,
     ThreadNotFound,
 )
-from ..hitl import ActionRequest, HITLRequest, ReviewConfig
 from ..interrupts import Interrupt, PathStep
 from ..messages import AssistantMessage
 from ..result import RunResult
+from ..review_request import ActionRequest, ReviewConfig, read_request
 from ..storage.base import ThreadRecord
 from ..subagent_tree import tool_at
 from ..tools import ArgumentError
@@ -72,6 +74,30 @@ EDIT_HELP = [
 ]
 
 CONFIRM_KEYS = [("y", "send this edit"), ("e", "edit again"), ("n", "discard the edit")]
+RUN_KEYS = [("y", "yes, run it"), ("n", "no")]
+REMEMBER_KEYS = [("y", "yes, approve and remember"), ("n", "no")]
+AFTER_KEYS = [("f", "send the agent a follow-up message"), ("n", "next request")]
+
+DID = {"approve": "approved", "edit": "edited, then approved", "reject": "rejected",
+       "respond": "answered instead of running"}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which requests to review, as the web inbox's filters (the status is "waiting")."""
+
+    only: tuple[str, ...] = ()
+    tool: tuple[str, ...] = ()
+    """Only calls of these tools (questions are left out when a tool is named)."""
+    text: str | None = None
+    """Only threads whose id, request, tool names, arguments or questions contain this text,
+    ignoring case (the inbox's filter box, the same search on the server's store)."""
+
+    def describe(self) -> str:
+        parts = [f"thread {', '.join(self.only)}" if self.only else "",
+                 f"tool {', '.join(self.tool)}" if self.tool else "",
+                 f"matching {self.text!r}" if self.text else ""]
+        return "; ".join(p for p in parts if p)
 
 
 @dataclass
@@ -104,11 +130,14 @@ def item_key(thread_id: str, interrupt_id: str, tool_call_id: str | None) -> tup
 
 class ReviewSession:
     def __init__(self, agent: Agent, reviewer: Reviewer, console: Console,
-                 only: tuple[str, ...]) -> None:
+                 filters: Filters | None = None, *, watch: float | None = None) -> None:
         self.agent = agent
         self.reviewer = reviewer
         self.console = console
-        self.only = set(only)
+        self.filters = filters or Filters()
+        self.only = set(self.filters.only)
+        self.watch = watch
+        """Seconds between looks for new requests once none waits (None: stop then)."""
         self.skipped: set[tuple[str, str]] = set()
         self.tally: Counter[str] = Counter()
         self.last_error = ""
@@ -119,14 +148,17 @@ class ReviewSession:
         items: list[Item] = []
         for intr in state.interrupts:
             if intr.kind == "review":
-                req = HITLRequest.of(intr.value)
+                req = read_request(intr.value)
                 total = len(req.action_requests)
-                for n, (a, c) in enumerate(zip(req.action_requests, req.review_configs,
-                                               strict=True), start=1):
+                for n, (a, c) in enumerate(req.pairs(), start=1):
                     items.append(Item(state, intr, a, c, n, total))
             else:
                 items.append(Item(state, intr))
-        return [i for i in items if i.key not in self.skipped]
+        return [i for i in items if i.key not in self.skipped and self.wanted(i)]
+
+    def wanted(self, item: Item) -> bool:
+        tools = self.filters.tool
+        return not tools or (item.request is not None and item.request.name in tools)
 
     def load(self, thread_id: str) -> ThreadState | None:
         try:
@@ -141,21 +173,35 @@ class ReviewSession:
         for rec in self.threads():
             for intr in rec.pending:
                 if intr.kind != "review":
-                    n += item_key(rec.thread_id, intr.id, None) not in self.skipped
+                    n += not self.filters.tool and \
+                        item_key(rec.thread_id, intr.id, None) not in self.skipped
                     continue
-                value = intr.value
-                req = value if isinstance(value, HITLRequest) else \
-                    HITLRequest.model_validate(value)
+                req = read_request(intr.value)
                 n += sum(item_key(rec.thread_id, intr.id, a.tool_call_id) not in self.skipped
+                         and (not self.filters.tool or a.name in self.filters.tool)
                          for a in req.action_requests)
         return n
 
     def threads(self) -> Iterator[ThreadRecord]:
         """The waiting threads to review, newest first. A sub-agent's thread is left out: its
         requests are shown, with their path, on the parent thread and decided there."""
-        for rec in iter_threads(self.agent, "interrupted"):
+        rows = iter_threads(self.agent, "interrupted") if not self.filters.text else \
+            self.search(self.filters.text)
+        for rec in rows:
             if rec.parent is None and (not self.only or rec.thread_id in self.only):
                 yield rec
+
+    def search(self, text: str, page: int = 200) -> Iterator[ThreadRecord]:
+        """The waiting threads that match ``text``, newest first, page by page."""
+        before: Any = None
+        before_id: str | None = None
+        while True:
+            rows = self.agent.list_threads(status="interrupted", search=text, limit=page,
+                                           before=before, before_id=before_id)
+            yield from rows
+            if len(rows) < page:
+                return
+            before, before_id = rows[-1].updated_at, rows[-1].thread_id
 
     def whoami(self) -> Text:
         roles = ", ".join(sorted(self.reviewer.roles)) or "none"
@@ -189,19 +235,38 @@ class ReviewSession:
                                f"they were rejected as nobody decided in time.", style="dim")
         prefer: str | None = None
         shown = 0
-        while (item := self.next_item(prefer)) is not None:
+        scope = self.filters.describe()
+        scope = f" ({scope})" if scope else ""
+        while True:
+            item = self.next_item(prefer)
+            if item is None:
+                if shown == 0:
+                    self.console.print(f"Nothing to review: no request is waiting for a "
+                                       f"decision{scope}.")
+                else:
+                    self.console.print("No more pending requests.", style="bold green")
+                if self.watch is None or (item := self.wait_for_request(scope)) is None:
+                    break
             shown += 1
             prefer = item.thread_id
             if self.handle(item) == "quit":
                 break
-        else:
-            if shown == 0:
-                scope = " in the selected threads" if self.only else ""
-                self.console.print(f"Nothing to review: no request is waiting for a "
-                                   f"decision{scope}.")
-            else:
-                self.console.print("No more pending requests.", style="bold green")
         self.summary()
+
+    def wait_for_request(self, scope: str) -> Item | None:
+        """--watch: look again every few seconds until a request waits (None: Ctrl+C)."""
+        assert self.watch is not None
+        self.console.print(f"Waiting for new requests{scope}… (Ctrl+C to stop)", style="dim")
+        try:
+            while True:
+                time.sleep(self.watch)
+                self.agent.expire_due()
+                item = self.next_item(None)
+                if item is not None:
+                    return item
+        except KeyboardInterrupt:
+            self.console.print("stopped watching", style="dim")
+            return None
 
     def summary(self) -> None:
         if not self.tally:
@@ -213,8 +278,11 @@ class ReviewSession:
         self.show(item)
         allowed = set(item.config.allowed_decisions) if item.config else {"respond"}
         keys = [(k, label) for k, label, need in KEYS if need is None or need in allowed]
-        if item.config is not None and not item.config.allow_remember:
-            keys = [(k, label) for k, label in keys if k != "m"]  # the policy forbids it
+        if (item.config is not None and not item.config.allow_remember) or (
+                item.request is not None and item.request.reason == "outcome_unknown"):
+            # the policy forbids it; or the call may have run before (remembering it would
+            # let later calls of the tool run unseen)
+            keys = [(k, label) for k, label in keys if k != "m"]
         while True:
             key = self.ask_key(keys)
             if key == "q":
@@ -250,6 +318,9 @@ class ReviewSession:
                     f"interlock review reads single keys from a terminal, but none is "
                     f"available ({exc}); run it in an interactive terminal."
                 ) from exc
+            if not ch:  # the input ended (a pipe or a closed terminal): nothing more to read
+                self.console.print("quit")
+                return "q"
             ch = ch.lower()
             if ch in valid:
                 label = next(label for k, label in keys if k == ch)
@@ -290,8 +361,20 @@ class ReviewSession:
             if item.request is None:
                 return self.answer_question(item)
             if key == "a":
+                if not self.confirm_run(item, Text.assemble(
+                        "Approve ", (display.one_line(item.request.name), "bold"),
+                        "? It runs at once."), RUN_KEYS):
+                    return "back"
                 return self.submit(item, {"type": "approve"}, "approved")
             if key == "m":
+                name = display.one_line(item.request.name)
+                if not self.confirm_run(item, Text.assemble(
+                        (f"Approve every later {name} call in this thread? ", "bold"),
+                        f"{name} is not declared read-only. Once remembered, the agent's later "
+                        f"{name} calls in this thread run without anyone seeing them, with "
+                        f"whatever arguments the model chooses, until the approval is revoked."),
+                        REMEMBER_KEYS):
+                    return "back"
                 return self.submit(item, {"type": "approve", "remember": "thread"},
                                    "approved & remembered")
             if key == "e":
@@ -312,6 +395,19 @@ class ReviewSession:
             self.console.print("(back)", style="dim")
             return "back"
         return "back"
+
+    def confirm_run(self, item: Item, question: Text, keys: list[tuple[str, str]]) -> bool:
+        """A call of a tool not declared read-only runs only after a yes (as in the web
+        inbox); a read-only tool's approval is sent at once."""
+        assert item.request is not None
+        tool = tool_at(self.agent, item.request.name, item.request.path)
+        if tool is not None and tool.read_only:
+            return True
+        self.console.print(question, style="yellow")
+        if self.ask_key(keys) == "y":
+            return True
+        self.console.print("nothing was decided", style="dim")
+        return False
 
     def prompt_required(self, text: str) -> str | None:
         answer = click.prompt(text, default="", show_default=False).strip()
@@ -335,6 +431,8 @@ class ReviewSession:
     def submit(self, item: Item, decision: dict[str, Any], verb: str) -> Outcome:
         assert item.request is not None
         call_id = item.request.tool_call_id
+        if item.config is not None:  # the decision is for the revision shown
+            decision = {**decision, "revision": item.config.revision}
         return self.apply(item, lambda stored: self.agent.resume(
             item.thread_id, {call_id: decision}, interrupt_id=item.interrupt.id,
             reviewer=self.reviewer, on_stored=stored), verb)
@@ -351,9 +449,12 @@ class ReviewSession:
             self.console.print(Text.assemble(("not accepted: ", "bold red"),
                                              (display.visible(exc.problem), "")))
             return "invalid"
+        except StaleRevision as exc:
+            self.console.print(Text.assemble(("not applied: ", "bold yellow"),
+                                             (display.visible(str(exc)), "")))
+            return "gone"
         except (InterruptConflict, StaleInterrupt, NoPendingInterrupt):
-            self.console.print("Someone else decided this request (or its deadline passed); "
-                               "moving on.", style="yellow")
+            self.console.print(self.decided_elsewhere(item), style="yellow")
             return "gone"
         except (NotAuthorized, ThreadBusy) as exc:
             self.console.print(Text(display.visible(str(exc)), style="yellow"))
@@ -375,7 +476,64 @@ class ReviewSession:
             return "decided"
         self.tally[verb] += 1
         self.report(item, result, verb)
+        if result.status == "completed":
+            self.follow_up(item)
         return "decided"
+
+    def decided_elsewhere(self, item: Item) -> Text:
+        """Who decided the request first, what and when (as the web inbox says it)."""
+        outcome = None
+        if item.request is not None:
+            try:
+                outcome = self.agent.call_outcome(item.thread_id, item.request.tool_call_id,
+                                                  reviewer=self.reviewer)
+            except InterlockError:
+                outcome = None
+        if outcome is None or outcome.decision is None:
+            return Text("Someone else decided this request (or its deadline passed); "
+                        "moving on.")
+        when = ""
+        if outcome.decided_at is not None:
+            secs = max(0, int((self.agent.clock() - outcome.decided_at).total_seconds()))
+            when = f" {secs} s ago" if secs < 120 else f" {secs // 60} min ago"
+        said = f" ({display.one_line(outcome.message)})" if outcome.message else ""
+        return Text(f"{display.one_line(outcome.decided_by or 'someone')} already "
+                    f"{DID.get(outcome.decision, outcome.decision)} this call{when}{said}; "
+                    f"nothing was sent. Moving on.")
+
+    def follow_up(self, item: Item) -> None:
+        """After a decision that finished the run: a new message to the agent, for those who
+        may post to the thread (its creator and admins; the core decides)."""
+        state = self.load(item.thread_id)
+        if state is None or not self.may_post(state):
+            return
+        if self.ask_key(AFTER_KEYS) != "f":
+            return
+        message = self.prompt_required("Message to the agent")
+        if message is None:
+            return
+        try:
+            with self.console.status("sending the message and running the agent…"):
+                result = self.agent.invoke(message, thread_id=item.thread_id,
+                                           reviewer=self.reviewer)
+        except InterlockError as exc:
+            self.console.print(Text.assemble(("not sent: ", "bold red"),
+                                             (display.visible(str(exc)), "")))
+            return
+        self.tally["follow-up"] += 1
+        self.console.print(Text.assemble(("✔ ", "green"), ("follow-up sent", "bold green")))
+        if result.status == "completed":
+            self.console.print(Text.assemble(
+                ("thread ", "dim"), (display.one_line(item.thread_id), "bold"),
+                (" completed: ", "dim"), (short(result.output or "", 400), "")))
+        elif result.interrupts:
+            self.console.print(Text.assemble(("thread ", "dim"),
+                                             (display.one_line(item.thread_id), "bold"),
+                                             (" waits for a new decision", "dim")))
+
+    def may_post(self, state: ThreadState) -> bool:
+        return may_post(self.reviewer, ThreadFacts(thread_id=state.thread_id,
+                                                   created_by=state.created_by))
 
     def report(self, item: Item, result: RunResult, verb: str) -> None:
         what = display.one_line(item.request.name) if item.request else "question"
@@ -472,9 +630,20 @@ class ReviewSession:
 @click.command("review", short_help="Decide pending requests in the terminal, one key each.")
 @click.option("--thread", "only", metavar="THREAD", multiple=True,
               help="Only review this thread (repeatable).")
+@click.option("--tool", "tools", metavar="TOOL", multiple=True,
+              help="Only calls of this tool (repeatable).")
+@click.option("--search", "text", metavar="TEXT", default=None,
+              help="Only threads whose id, request, tool names, arguments or questions contain "
+                   "TEXT, ignoring case (the web inbox's filter box).")
+@click.option("--watch", is_flag=True,
+              help="When no request waits, wait for new ones instead of exiting (Ctrl+C "
+                   "stops).")
+@click.option("--interval", type=click.FloatRange(min=0.05), default=2.0, show_default=True,
+              help="With --watch: seconds between looks for new requests.")
 @reviewer_options
 @with_agent(purpose="interlock review")
-def review(agent: Agent, only: tuple[str, ...], reviewer: str | None,
+def review(agent: Agent, only: tuple[str, ...], tools: tuple[str, ...], text: str | None,
+           watch: bool, interval: float, reviewer: str | None,
            roles: tuple[str, ...]) -> None:
     """Walk through the pending requests in the terminal and decide each with one key.
 
@@ -490,6 +659,12 @@ def review(agent: Agent, only: tuple[str, ...], reviewer: str | None,
       p  respond: answer in place of the tool (for ask-the-user tools)
       v  view the conversation      s  skip      q  quit
 
+    As in the web inbox, approving a tool not declared read-only, and approving and
+    remembering, ask first (y / n). When your decision finishes a run on a thread you may
+    post to, you may send the agent a follow-up message (f). When someone else decided a
+    request first, it says who, what and when. --tool and --search narrow the queue;
+    --watch waits for new requests once none is left.
+
     Decisions are recorded under --reviewer NAME (or $INTERLOCK_REVIEWER; required, shown on
     screen) and the run continues here with the agent's tools and model, so --agent is
     required (--db alone can list and show threads but not continue runs).
@@ -501,7 +676,8 @@ def review(agent: Agent, only: tuple[str, ...], reviewer: str | None,
           --db postgresql://review@db/interlock --role dba
     """
     who = make_reviewer(reviewer, roles, command="interlock review")
-    session = ReviewSession(agent, who, out(), only)
+    session = ReviewSession(agent, who, out(), Filters(only, tools, text or None),
+                            watch=interval if watch else None)
     for thread_id in only:
         agent.get_thread(thread_id)  # ThreadNotFound for a typo
     session.run()

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from datetime import timedelta
 from pathlib import Path
 
 import click
 
 from ..errors import ConfigurationError, MissingDependency
-from ._common import DB_ENV, CliError, check_reachable, load_agent, log_to_stderr
+from ._common import DB_ENV, CliError, check_reachable, listen, load_agent, log_to_stderr
+from ._observe import install_observer, observability_options, start_metrics
 
 
 @click.command("serve")
@@ -56,10 +59,12 @@ from ._common import DB_ENV, CliError, check_reachable, load_agent, log_to_stder
 @click.option("--langgraph-allow-origin", "langgraph_origins", multiple=True, metavar="ORIGIN",
               help="A browser origin allowed to call the LangGraph API, e.g. "
               "http://localhost:3000 where Agent Inbox runs (repeatable).")
+@observability_options
 def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Path | None,
           poll_interval: float, expiry_interval: float, recovery_interval: float,
           root_path: str, notify_file: Path | None, no_dispatch: bool, api_only: bool,
-          log_level: str, langgraph_api: bool, langgraph_origins: tuple[str, ...]) -> None:
+          log_level: str, langgraph_api: bool, langgraph_origins: tuple[str, ...],
+          log_format: str, otel: bool, metrics_port: int | None, metrics_host: str) -> None:
     """Serve the review API and the web inbox for MODULE:AGENT (an Agent, or a function
     returning one), e.g. `interlock serve myapp.agents:agent --db sqlite:///interlock.db`.
 
@@ -79,6 +84,18 @@ def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Pa
     if langgraph_origins and not langgraph_api:
         raise CliError("--langgraph-allow-origin needs --langgraph-api.", exit_code=2)
     agent = load_agent(agent_spec)
+    observer = install_observer(agent, otel=otel, metrics_port=metrics_port,
+                                log_format=log_format)
+    metrics: list[asyncio.Task[asyncio.Server | None]] = []
+
+    def started(url: str) -> None:
+        _announce(url)
+        if metrics_port is not None:  # in the server's event loop, next to the store
+            task = asyncio.get_running_loop().create_task(
+                start_metrics(observer, agent, metrics_host, metrics_port))
+            task.add_done_callback(_metrics_failed)
+            metrics.append(task)
+
     try:
         server = build_server(
             agent, host=host, port=port, db_url=db, tokens=tokens_file,
@@ -86,7 +103,7 @@ def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Pa
             expiry_interval=timedelta(seconds=expiry_interval) if expiry_interval else None,
             recovery_interval=timedelta(seconds=recovery_interval) if recovery_interval
             else None,
-            log_level=log_level, on_started=_announce, root_path=root_path,
+            log_level=log_level, on_started=started, root_path=root_path,
             notify=notify_file, dispatch=not no_dispatch,
             langgraph_api=langgraph_api, langgraph_origins=langgraph_origins,
             api_only=api_only,
@@ -95,9 +112,21 @@ def serve(agent_spec: str, db: str | None, host: str, port: int, tokens_file: Pa
         raise CliError(str(exc), exit_code=2 if isinstance(exc, ConfigurationError) else 1) \
             from exc
     check_reachable(agent.checkpointer, "serve")
-    log_to_stderr(log_level)  # interlock's own records too, not only uvicorn's
+    if port:
+        # a port in use: one line, exit 1 (uvicorn binds it itself, and says where it runs)
+        listen(host, port).close()
+    log_to_stderr(log_level, log_format)  # interlock's own records too, not only uvicorn's
+    if log_format == "json":
+        from ..observe.logs import json_lines_for
+        json_lines_for("uvicorn", "uvicorn.access")
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C after a clean shutdown: a normal stop
         server.run()
+
+
+def _metrics_failed(task: asyncio.Task[asyncio.Server | None]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        logging.getLogger("interlock.metrics").error(
+            "the metrics port could not be opened: %s (choose another --metrics-port)", exc)
 
 
 def _announce(url: str) -> None:

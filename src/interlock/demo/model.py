@@ -1,10 +1,11 @@
 """The demo's scripted operations model: realistic tool calls without an API key.
 
-``ops_model(messages)`` reads the conversation — the latest user request and the tool results
-since then — and decides the next step, the way an LLM would: look before changing anything,
-ask when it needs a decision, and explain what happened when a reviewer said no. It knows the
-four tasks the demo queues (and close variants of their wording); anything else gets a short
-explanation of what it can do.
+``ops_model(messages)`` follows a script: from the latest user request and the tool results
+since then it picks the next step of one of the four tasks the demo queues (and close variants
+of their wording) — look before changing anything, ask when it needs a decision, explain what
+happened when a reviewer said no. It is not a language model: a message outside those tasks,
+such as a follow-up that changes one ("only before 2023"), gets a short explanation of what it
+can do (``interlock demo --model ...`` talks to a real model).
 """
 
 from __future__ import annotations

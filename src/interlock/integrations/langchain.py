@@ -1,4 +1,5 @@
-"""LangChain tools and chat models in an interlock agent (``pip install 'interlock[langchain]'``).
+"""LangChain tools and chat models in an interlock agent (``pip install -e '.[langchain]'``
+in the checkout).
 
 * Any ``langchain_core.tools.BaseTool`` (``StructuredTool``, ``@langchain_core.tools.tool``,
   your own subclass) can be listed in ``Agent(tools=[...])``: it keeps its name, description
@@ -67,6 +68,24 @@ def _text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
+def _command_result(out: Any, tool_call_id: str) -> str | None:
+    """The result in a LangGraph ``Command(update={"messages": [ToolMessage(...)]})`` for
+    this call, when that is all it does (no ``goto``, no other state keys); else None."""
+    update = getattr(out, "update", None)
+    if type(out).__name__ != "Command" or getattr(out, "goto", ()) not in ((), None, []) or \
+            getattr(out, "graph", None) is not None or \
+            getattr(out, "resume", None) is not None or not isinstance(update, dict) or \
+            set(update) != {"messages"}:
+        return None
+    mine = [m for m in update["messages"]
+            if isinstance(m, LCToolMessage) and m.tool_call_id == tool_call_id]
+    if len(mine) != 1 or len(update["messages"]) != 1:
+        return None
+    if mine[0].status == "error":
+        raise ToolError(_text(mine[0].content))
+    return _text(mine[0].content)
+
+
 def _is_async(lc_tool: BaseTool) -> bool:
     coroutine = getattr(lc_tool, "coroutine", None)
     if coroutine is not None:
@@ -106,6 +125,7 @@ class LangChainTool(Tool):
             )
         self.description = str(spec.get("description") or "")
         self.idempotent = idempotent
+        self.return_direct = bool(getattr(lc_tool, "return_direct", False))
         self.is_async = _is_async(lc_tool)
         self._context_param = None
         params = spec.get("parameters") or {}
@@ -147,10 +167,14 @@ class LangChainTool(Tool):
             return _text(out.content)
         if isinstance(out, BaseMessage | str):
             return _text(out.content if isinstance(out, BaseMessage) else out)
+        answer = _command_result(out, context.tool_call_id)
+        if answer is not None:
+            return answer
         raise ToolError(
             f"LangChain tool {self.name!r} returned {type(out).__name__}, which interlock "
-            f"cannot apply (tools that return a LangGraph Command are not supported); return "
-            f"a string or a ToolMessage."
+            f"cannot apply (a LangGraph Command is taken only as update={{'messages': "
+            f"[ToolMessage(..., tool_call_id=<this call>)]}}, its result); return a string, "
+            f"content blocks or a ToolMessage."
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -1,5 +1,5 @@
-"""MCP servers' tools in an interlock agent (``pip install 'interlock[mcp]'``, the official
-``mcp`` SDK).
+"""MCP servers' tools in an interlock agent (``pip install -e '.[mcp]'`` in the checkout,
+the official ``mcp`` SDK).
 
 ::
 
@@ -12,12 +12,17 @@
   ``Agent(tools=[...])``: the agent connects and lists the server's tools when it is built
   (name, description and input schema as the server declares them) and closes the connection
   (stopping a stdio server) in ``agent.close()`` / ``await agent.aclose()``.
-* A result with ``isError`` reaches the model as an error result. A connection that breaks
-  during a call (the server died) gives the model an error that says so; the thread goes on
-  and the next call starts the server again.
+* A result with ``isError`` reaches the model as an error result. Before each call the
+  connection is checked (a ping); a server that died since the last call is started again
+  and the call goes to the new one, so a call that was never sent is never "outcome
+  unknown". A connection that breaks during a call gives the model an error that says the
+  outcome is unknown; the thread goes on and the next call starts the server again.
 * :meth:`MCPServer.policy` turns the tools' annotations into ``interrupt_on`` entries:
-  ``readOnlyHint`` tools run without review, every other tool (``destructiveHint``, or a write
-  that is not destructive, or no annotations at all: MCP's defaults assume the worst) pauses.
+  ``readOnlyHint`` tools with ``openWorldHint: false`` run without review; every other tool
+  pauses: read-only tools that reach an open world (``openWorldHint`` true or absent: a URL
+  or a query to an outside service is a channel out of the agent), ``destructiveHint``
+  tools, writes that are not destructive, and tools without annotations (MCP's defaults
+  assume the worst).
   ``idempotentHint`` (and ``readOnlyHint``) make the tool ``idempotent`` for crash recovery.
   Annotations are hints written by the server's author: trust them as much as the server.
 
@@ -40,6 +45,7 @@ import concurrent.futures
 import contextlib
 import json
 import threading
+import warnings
 import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -67,6 +73,13 @@ Asker = Any
 _OPEN: weakref.WeakSet[MCPServer] = weakref.WeakSet()
 
 
+# the ping only checks that the server answers; servers of the newer protocol answer it with
+# "method not found", which is just as good, so the SDK's warning about that is not shown
+warnings.filterwarnings("ignore", message="ping is removed")
+PING_TIMEOUT = 5.0
+"""Seconds a server has to answer the ping before each call (else it is started again)."""
+
+
 class MCPServerError(InterlockError):
     """An MCP server could not be started, reached or listed."""
 
@@ -87,6 +100,9 @@ class MCPTool(Tool):
         self.destructive = not self.read_only and (
             ann is None or ann.destructive_hint is None or bool(ann.destructive_hint))
         self.idempotent = self.read_only or bool(ann and ann.idempotent_hint)
+        # MCP's default: the tool may reach an open world of outside entities
+        self.open_world = ann is None or ann.open_world_hint is None or bool(
+            ann.open_world_hint)
         self.annotations = ann
         self.func = self.__call__
         self.is_async = True
@@ -271,7 +287,7 @@ class MCPServer:
 
     async def _call(self, tool: str, args: dict[str, Any], ask: Asker = None) -> str:
         try:
-            client = await self._connected()
+            client = await self._alive()
         except MCPServerError as exc:
             raise ToolError(f"{exc} The tool {tool!r} was not run.") from exc
         if ask is not None:
@@ -292,6 +308,21 @@ class MCPServer:
         if result.is_error:
             raise ToolError(text or f"MCP tool {tool!r} reported an error without details.")
         return text
+
+    async def _alive(self) -> Client:
+        """(In the server's loop.) A connection that answers a ping: a server that died since
+        the last call is started again before anything is sent to it."""
+        client = await self._connected()
+        try:
+            await asyncio.wait_for(client.send_ping(), min(self.connect_timeout, PING_TIMEOUT))
+            return client
+        except MCPError as exc:
+            if exc.code != mcp_types.CONNECTION_CLOSED:
+                return client  # an answer, even "method not found" (newer servers): alive
+        except Exception:  # no answer: the connection is gone
+            pass
+        await self._disconnect()
+        return await self._connected()
 
     async def _broken(self, tool: str, exc: BaseException) -> str:
         await self._disconnect()
@@ -352,13 +383,17 @@ class MCPServer:
         read_only: PolicyValue = False,
         write: PolicyValue = True,
         destructive: PolicyValue = True,
+        open_world: PolicyValue = True,
     ) -> dict[str, PolicyValue]:
         """``interrupt_on`` entries for this server's tools from their annotations:
-        ``readOnlyHint`` tools get ``read_only`` (default: run without review),
-        ``destructiveHint`` tools (and tools without annotations) get ``destructive``,
-        other writes get ``write`` (both default: pause with every decision allowed)."""
+        ``readOnlyHint`` tools get ``read_only`` (default: run without review) when they
+        declare ``openWorldHint: false``, else ``open_world`` (default: pause: reading a URL
+        the model chose can send data out), ``destructiveHint`` tools (and tools without
+        annotations) get ``destructive``, other writes get ``write`` (default: pause with every
+        decision allowed)."""
         return policy_from_annotations(self.interlock_tools(), read_only=read_only,
-                                       write=write, destructive=destructive)
+                                       write=write, destructive=destructive,
+                                       open_world=open_world)
 
     async def aclose(self) -> None:
         """Close the connection (a stdio server is stopped) and the background loop."""
@@ -468,6 +503,7 @@ def policy_from_annotations(
     read_only: PolicyValue = False,
     write: PolicyValue = True,
     destructive: PolicyValue = True,
+    open_world: PolicyValue = True,
 ) -> dict[str, PolicyValue]:
     """``interrupt_on`` entries for MCP tools from their annotations (see
     :meth:`MCPServer.policy`). Tools that are not MCP tools are left out."""
@@ -476,7 +512,7 @@ def policy_from_annotations(
         if not isinstance(t, MCPTool):
             continue
         if t.read_only:
-            out[t.name] = read_only
+            out[t.name] = open_world if t.open_world else read_only
         elif t.destructive:
             out[t.name] = destructive
         else:

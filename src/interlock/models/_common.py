@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Generic, TypeVar
 
 from ..errors import ConfigurationError, ModelError
@@ -199,6 +200,27 @@ def malformed(provider: str, base_url: str, problem: str) -> ModelError:
     )
 
 
+async def _closed_with_its_loop(client: Any) -> AsyncGenerator[None, None]:
+    """Started when a loop gets a client of its own; the loop's shutdown (``asyncio.run``,
+    ``asyncio.Runner.close``: ``shutdown_asyncgens``) resumes it, and the client's connections
+    are closed in the loop they belong to."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await client.close()
+
+
+def _close_with_loop(client: Any) -> object:
+    """Tie ``client`` to the running loop's shutdown (see :func:`_closed_with_its_loop`);
+    the generator to keep referenced while the client is in use."""
+    gen = _closed_with_its_loop(client)
+    step = gen.asend(None)  # first iteration: the running loop now tracks the generator
+    with contextlib.suppress(StopIteration):
+        step.send(None)  # runs to the ``yield`` at once (nothing before it awaits)
+    return gen
+
+
 class ClientPerLoop(Generic[C]):
     """One SDK client per event loop.
 
@@ -206,14 +228,16 @@ class ClientPerLoop(Generic[C]):
     them; using the client from another loop (``asyncio.run`` twice, e.g. once to start a run
     and once to resume it, or the sync API from several threads) fails with "Event loop is
     closed". Clients the adapter built itself are therefore made once per loop from the same
-    settings. A client passed in by the user (``factory=None``) is always used as given.
+    settings, and closed when that loop shuts down: an SDK client collected later would
+    otherwise try to close its connections from whichever loop runs then. A client passed in
+    by the user (``factory=None``) is always used as given.
     """
 
     def __init__(self, first: C, factory: Callable[[], C] | None) -> None:
         self.first = first
         self._unused: C | None = first
         self._factory = factory
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, C] = (
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[C, object]] = (
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
@@ -224,13 +248,14 @@ class ClientPerLoop(Generic[C]):
             return self.first
         loop = asyncio.get_running_loop()
         with self._lock:
-            client = self._by_loop.get(loop)
-            if client is None:
-                if self._unused is not None:
-                    client, self._unused = self._unused, None
-                else:
-                    client = self._factory()
-                self._by_loop[loop] = client
+            made = self._by_loop.get(loop)
+            if made is not None:
+                return made[0]
+            if self._unused is not None:
+                client, self._unused = self._unused, None
+            else:
+                client = self._factory()
+            self._by_loop[loop] = (client, _close_with_loop(client))
             return client
 
     def pop_current(self) -> C | None:
@@ -239,7 +264,8 @@ class ClientPerLoop(Generic[C]):
         if self._factory is None:
             return None
         with self._lock:
-            return self._by_loop.pop(asyncio.get_running_loop(), None)
+            made = self._by_loop.pop(asyncio.get_running_loop(), None)
+        return None if made is None else made[0]
 
 
 def incomplete(provider: str, base_url: str, problem: str) -> ModelError:

@@ -12,8 +12,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from ..authz import check_distinct_ids, reviewer_key, same_reviewer
 from ..errors import ConfigurationError
 from ..outbox import EVENT_TYPES, EventType
 
@@ -96,6 +104,10 @@ class DispatchSettings(_Strict):
     lease: float = Field(default=60.0, gt=0)
     """Seconds a dispatcher holds a claimed event before another may take it over."""
     batch: int = Field(default=20, ge=1)
+    retention_days: float | None = Field(default=30.0, gt=0)
+    """Delivered events older than this are deleted by the dispatcher (about once an hour), so
+    the outbox stays as large as the notifications of the last ``retention_days``; ``None``
+    keeps them (prune with ``interlock outbox prune``)."""
 
 
 class NotifyConfig(_Strict):
@@ -112,10 +124,23 @@ class NotifyConfig(_Strict):
     def _public(cls, value: str) -> str:
         return value.rstrip("/")
 
+    @model_validator(mode="after")
+    def _one_entry_per_person(self) -> NotifyConfig:
+        check_distinct_ids((p.id for p in self.reviewers), "[[reviewers]]")
+        ids = [reviewer_key(p.id) for p in self.reviewers]
+        if len(set(ids)) != len(ids):
+            raise ValueError("a reviewer is listed twice; give each person one [[reviewers]] "
+                             "entry")
+        users = [p.slack_user for p in self.reviewers if p.slack_user]
+        if len(set(users)) != len(users):
+            raise ValueError("two reviewers have the same slack_user; a Slack user is one "
+                             "reviewer")
+        return self
+
     def person(self, *, slack_user: str | None = None, pid: str | None = None) -> Person | None:
         for p in self.reviewers:
             if (slack_user is not None and p.slack_user == slack_user) or (
-                    pid is not None and p.id == pid):
+                    pid is not None and same_reviewer(p.id, pid)):
                 return p
         return None
 

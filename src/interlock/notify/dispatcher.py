@@ -17,12 +17,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from .. import observe
 from .._failures import FailureLog
 from ..outbox import Delivery, OutboxEvent
 from ..storage.base import Checkpointer
 from .config import DispatchSettings
 
 log = logging.getLogger("interlock.notify")
+
+PRUNE_EVERY = timedelta(hours=1)
+"""How often a running dispatcher deletes delivered events past their retention."""
 
 
 class DeliveryFailed(Exception):
@@ -79,6 +83,7 @@ class Dispatcher:
         self.owner = owner or f"dispatch-{uuid.uuid4().hex[:12]}"
         self.stats = DispatchStats()
         self._wake = asyncio.Event()
+        self._pruned_at: datetime | None = None
 
     def poke(self) -> None:
         """Look for new events now instead of at the next poll."""
@@ -102,6 +107,21 @@ class Dispatcher:
                 await self._handle(event)
                 handled += 1
 
+    async def prune_delivered(self) -> int:
+        """Delete delivered events older than ``settings.retention_days`` if the last pass
+        was an hour or more ago (or never ran). Returns how many were deleted."""
+        days = self.settings.retention_days
+        now = self.clock()
+        if days is None or (self._pruned_at is not None
+                            and now - self._pruned_at < PRUNE_EVERY):
+            return 0
+        gone = await self.store.outbox_prune(before=now - timedelta(days=days),
+                                             statuses=("delivered",))
+        self._pruned_at = now
+        if gone:
+            log.info("outbox: deleted %d delivered event(s) older than %g days", gone, days)
+        return gone
+
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Dispatch until ``stop`` is set (or the task is cancelled)."""
         stop = stop or asyncio.Event()
@@ -109,6 +129,7 @@ class Dispatcher:
         while not stop.is_set():
             try:
                 await self.run_once()
+                await self.prune_delivered()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -165,7 +186,10 @@ class Dispatcher:
             error = (str(exc) if isinstance(exc, DeliveryFailed)
                      else f"{type(exc).__name__}: {exc}")[:500]
             self.stats.failed += 1
-            if not retry or attempts >= self.settings.max_attempts:
+            dead = not retry or attempts >= self.settings.max_attempts
+            if (obs := observe.current()) is not None:
+                obs.delivery_failed(channel.name, dead)
+            if dead:
                 self.stats.dead += 1
                 log.error("delivery of %s to %s is dead after %d attempt(s): %s",
                           event.id, channel.name, attempts, error)

@@ -1,10 +1,14 @@
 """E-mail: one message per request to each reviewer of its roles, with signed decision links.
 
 A link names one reviewer, one call and the exact call it was sent for (a digest of the tool
-and arguments), and expires after ``link_ttl`` seconds. Opening it (``GET``) only shows a
-confirmation page; the decision is the page's ``POST``, which goes through the same decision
-path as every other surface. A link works once: afterwards the call is decided, or this
-reviewer's approval is already counted, or the call changed (an edit), and the link is refused.
+and arguments), and expires after ``link_ttl`` seconds. Its signed token is in the URL's
+fragment (``/notify/email#<token>``), which browsers do not send: opening the link loads a
+confirmation page whose script posts the token in a request body, so the token is in no
+server's or proxy's log, and a mail scanner that fetches the link has nothing to log or use.
+Opening it only shows what it is for; the decision is the page's second ``POST``, which goes
+through the same decision path as every other surface. A link works once: afterwards the call
+is decided, or this reviewer's approval is already counted, or the call changed (an edit), and
+the link is refused.
 """
 
 from __future__ import annotations
@@ -119,7 +123,8 @@ class EmailChannel:
         token = self.signer.make(Link(
             event.notice.thread_id, event.notice.interrupt_id, call.tool_call_id, person.id,
             call_digest(call.name, call.args), self._clock() + self.settings.link_ttl))
-        return f"{self.config.public_url}/notify/email/{token}"
+        # the token in the fragment: browsers do not send it, so no server or proxy logs it
+        return f"{self.config.public_url}/notify/email#{token}"
 
     def message(self, event: OutboxEvent, person: Person) -> EmailMessage:
         n = event.notice

@@ -1,4 +1,5 @@
-"""Slack: a message per request with buttons, updated with the outcome (``interlock[slack]``).
+"""Slack: a message per request with buttons, updated with the outcome (the ``slack``
+    extra: ``pip install -e '.[slack]'`` in the checkout).
 
 Uses the official ``slack_sdk`` Web API client (``chat.postMessage``, ``chat.update``,
 ``chat.postEphemeral``) against ``api_url`` (``https://slack.com/api/`` unless configured), and
@@ -64,8 +65,6 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> l
     """The blocks of one call: what it is, its state, and the allowed decisions as buttons."""
     n = event.notice
     head = f"*{_mrkdwn(visible(call.name, 150))}*"
-    if call.description:
-        head += "\n" + _mrkdwn(visible(call.description, 500))
     status = outcome_text(call)
     if call.approvals_required > 1:
         who = ", ".join(visible(a.by, 80) for a in call.approvals) or "nobody yet"
@@ -76,13 +75,18 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> l
         *({"type": "context", "elements": [{"type": "plain_text", "text": line[:2000]}]}
           for line in subagent_lines(n, call)),
         {"type": "section", "text": {"type": "mrkdwn", "text": head}},
+        # the description (a model may have written it) and the status (with a reviewer's
+        # message) as plain text: no bold "APPROVED", no code block, no link can be faked
+        *({"type": "section", "text": {"type": "plain_text", "text": visible(d, 500),
+                                        "emoji": False}}
+          for d in ([call.description] if call.description else [])),
         {"type": "section", "text": {"type": "mrkdwn", "text": _code(args_text(call.args, 2500))}},
     ]
     for warning in warning_lines([call]):
         blocks.append({"type": "context", "elements": [
             {"type": "plain_text", "text": f"⚠ {warning}"[:2000]}]})
     blocks.append({"type": "context", "elements": [
-        {"type": "mrkdwn", "text": f"Status: {_mrkdwn(status)}"}]})
+        {"type": "plain_text", "text": f"Status: {status}"[:2000], "emoji": False}]})
     if call.state != "pending_review" or not n.pending:
         return blocks
     value = json.dumps({"t": n.thread_id, "i": n.interrupt_id, "c": call.tool_call_id,

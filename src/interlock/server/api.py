@@ -15,10 +15,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator
 
 from .. import subagent_tree as agent_tree
-from ..audit_verify import AuditHead, AuditReport
-from ..authz import facts_of, may_read
+from ..audit.verify import AuditHead, AuditReport
+from ..authz import check_admin, facts_of, may_read
 from ..paging import Cursor, thread_page
 from ..result import RunResult
+from ..storage.base import HealthCheck
 from ..text import check_input
 from .auth import LOCAL_IDENTITY, Identity
 from .errors import ApiError, unauthorized
@@ -62,22 +63,26 @@ def caller_for(request: Request, state: ServerState, token: str | None, *,
     if state.auth is None:
         return LOCAL_IDENTITY
     client = request.client.host if request.client else ""
-    wait = state.throttle.retry_after(client)
+    presented = (token or "").strip()
+    throttle = state.throttle
+    wait = throttle.retry_after(client, presented)
     if wait is not None:
         seconds = max(1, math.ceil(wait))
+        what = (f"from this address ({throttle.per_address} within {throttle.window:g} s)"
+                if throttle.address_blocked(client) else
+                f"with this token ({throttle.attempts} within {throttle.window:g} s)")
         raise ApiError(
             429, "TooManyAttempts",
-            f"Too many failed token attempts from this address ({state.throttle.attempts} "
-            f"within {state.throttle.window:g} s); try again in {seconds} s.",
-            {"Retry-After": str(seconds)})
-    if not token:
+            f"Too many failed token attempts {what}; try again in {seconds} s, with a valid "
+            f"token.", {"Retry-After": str(seconds)})
+    if not presented:
         raise unauthorized(f"Send a reviewer token: {how}.")
-    found = state.auth.authenticate(token.strip())
+    found = state.auth.authenticate(presented)
     if found is None:
-        state.throttle.failed(client)
+        throttle.failed(client, presented)
         raise unauthorized("The token is not valid.")
     if found.expires_at is not None and datetime.now(UTC) >= found.expires_at:
-        state.throttle.failed(client)
+        throttle.failed(client, presented)
         raise unauthorized(f"The token of {found.id!r} expired at "
                            f"{found.expires_at.isoformat()}; ask for a new one.")
     return found
@@ -136,10 +141,21 @@ _RUN_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/health", response_model=Health, tags=["server"])
-async def health(state: State) -> Health:
-    """Liveness (no authentication)."""
-    return Health(ok=True, checkpointer=type(state.agent.checkpointer).__name__)
+@router.get("/health", response_model=Health, tags=["server"],
+            responses={503: {"model": Health, "description": "The store takes no writes."}})
+async def health(state: State) -> Health | JSONResponse:
+    """Liveness and whether the store takes writes (no authentication); 503 when it does not
+    (a standby, a read-only or unreachable database)."""
+    store = state.agent.checkpointer
+    body = Health(ok=True, checkpointer=type(store).__name__,
+                  live_updates=state.watcher.live_updates())
+    if isinstance(store, HealthCheck):
+        checked = await store.health()
+        body.ok, body.writes, body.write_error = checked.writes, checked.writes, checked.reason
+        body.live_updates_error = checked.live_reason
+    if not body.ok:
+        return JSONResponse(body.model_dump(mode="json"), status_code=503)
+    return body
 
 
 @router.get("/me", response_model=Me, tags=["server"], responses=_err(401))
@@ -215,6 +231,17 @@ async def get_thread(state: State, caller: Caller, thread_id: ThreadId) -> Threa
     reviewer = caller.reviewer()
     return await thread_detail(state.agent, await state.agent.aget_thread(
         thread_id, reviewer=reviewer), reviewer)
+
+
+@router.get("/threads/{thread_id}/calls/{tool_call_id}", tags=["review"],
+            responses=_err(401, 403, 404))
+async def call_outcome(state: State, caller: Caller, thread_id: ThreadId,
+                       tool_call_id: str) -> dict[str, Any]:
+    """Who decided one call, what and when. Readable by the thread's readers and by anyone
+    who could decide the call, so a reviewer who lost a race to another sees who won it."""
+    outcome = await state.agent.acall_outcome(thread_id, tool_call_id,
+                                              reviewer=caller.reviewer())
+    return outcome.model_dump(mode="json")
 
 
 @router.post("/threads/{thread_id}/messages", status_code=202, tags=["threads"],
@@ -360,17 +387,22 @@ async def verify(state: State, caller: Caller, thread_id: ThreadId | None = None
 async def verify_against_head(state: State, caller: Caller,
                               body: VerifyAgainstHead) -> VerifyResult:
     """Like ``GET /api/audit/verify``, and also check the log against a head exported
-    earlier: a row it covers that was changed, removed or re-signed since is reported."""
+    earlier: a row it covers that was changed, removed or re-signed since is reported.
+    Admins only (a head and its check count every thread and row)."""
+    # a head summarises the whole log (its thread and row counts): admins only
+    check_admin(caller.reviewer(), "check the audit log against an exported head")
     if body.thread_id is not None:
         await state.agent.aget_thread(body.thread_id, reviewer=caller.reviewer())
     return await _verified(state, caller, await state.agent.averify_audit(
         body.thread_id, allow_unsigned=body.allow_unsigned, head=body.head))
 
 
-@router.get("/audit/head", response_model=AuditHead, tags=["audit"], responses=_err(401))
-async def audit_head(state: State, _: Caller) -> AuditHead:
+@router.get("/audit/head", response_model=AuditHead, tags=["audit"], responses=_err(401, 403))
+async def audit_head(state: State, caller: Caller) -> AuditHead:
     """A signed summary of the audit log so far: keep it where the database's users cannot
-    write, and later POST it to ``/api/audit/verify``."""
+    write, and later POST it to ``/api/audit/verify``. Admins only (it counts every thread
+    and row, like ``?count=true``)."""
+    check_admin(caller.reviewer(), "export the audit head (it counts every thread and row)")
     return await state.agent.aexport_audit_head()
 
 

@@ -18,6 +18,7 @@ from starlette.types import Scope
 from .. import __version__
 from .._failures import FailureLog
 from ..agent import Agent
+from ..authz import check_distinct_ids
 from ..errors import ConfigurationError
 from ..notify import Dispatcher, NotifyConfig, build_channels, load_config
 from ..result import RunResult
@@ -28,6 +29,7 @@ from .auth import FailureThrottle, TokenConfig, load_tokens
 from .hub import Hub
 from .limits import Limits
 from .notify_routes import router as notify_router
+from .redact import redact_access_log
 from .runner import Runner
 from .security import SecurityMiddleware
 from .state import ServerState
@@ -144,8 +146,13 @@ def create_app(
             f"drop --api-only to run the agent in this process (the default, and the way to "
             f"run with SQLite).")
     limits = limits or Limits()
+    redact_access_log()  # tokens of old e-mail links (in the path) never reach the log
     auth = load_tokens(tokens, use_env=use_env_tokens)
     notify_config = load_config(notify) if notify is not None else None
+    if auth is not None and notify_config is not None:  # one spelling per person everywhere
+        check_distinct_ids([*{i.id for i in auth.identities},
+                            *{p.id for p in notify_config.reviewers}],
+                           "The reviewer tokens and the notification configuration together")
     dispatcher: Dispatcher | None = None
     if notify_config is not None and dispatch:
         role_of = {i.id: i.roles for i in auth.identities} if auth is not None else {}

@@ -39,8 +39,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from ..authz import Reviewer, is_reserved
-from ..errors import ConfigurationError
+from ..authz import Reviewer, check_distinct_ids, is_reserved, reviewer_key
+from ..errors import ConfigurationError, NotAuthorized
 
 log = logging.getLogger("interlock.server")
 
@@ -143,6 +143,7 @@ class TokenAuth:
             )
         if len({e.digest for e in out}) != len(out):
             raise ConfigurationError("The same token is configured twice; tokens must differ.")
+        check_distinct_ids((e.identity.id for e in out), "The token configuration")
         return out
 
     def __len__(self) -> int:
@@ -155,6 +156,26 @@ class TokenAuth:
     @property
     def identities(self) -> list[Identity]:
         return [e.identity for e in self._entries]
+
+    def holder(self, reviewer_id: str, now: datetime) -> Identity | None:
+        """The reviewer ``reviewer_id`` as the current token file has them (read again if it
+        changed): their identity with the roles of their unexpired tokens, or ``None`` when no
+        token of theirs is configured. Raises :class:`TokenRevoked` when every one of their
+        tokens has expired. Used by the channels that decide without a bearer token (Slack,
+        e-mail links), so removing or expiring a token takes effect there too."""
+        self.refresh()
+        key = reviewer_key(reviewer_id)
+        mine = [e.identity for e in self._entries if reviewer_key(e.identity.id) == key]
+        if not mine:
+            return None
+        live = [i for i in mine if i.expires_at is None or i.expires_at > now]
+        if not live:
+            raise TokenRevoked(
+                f"The token of reviewer {mine[0].id!r} expired at "
+                f"{max(i.expires_at for i in mine if i.expires_at):%Y-%m-%d %H:%M} UTC, so they "
+                f"cannot decide on any surface; ask an administrator for a new token.")
+        return Identity(live[0].id, frozenset().union(*(i.roles for i in live)),
+                        expires_at=None)
 
     def authenticate(self, token: str) -> Identity | None:
         """The identity of ``token`` (expired or not: see :meth:`Identity.expires_at`), or
@@ -293,6 +314,10 @@ class TokenAuth:
 TokenConfig = TokenAuth | Mapping[str, Any] | str | Path
 
 
+class TokenRevoked(NotAuthorized):
+    """A reviewer's tokens all expired: they may not decide through any channel."""
+
+
 def load_tokens(tokens: TokenConfig | None, *, use_env: bool = True) -> TokenAuth | None:
     """Normalise the ``tokens`` argument of :func:`create_app` / :func:`serve`."""
     if tokens is None:
@@ -308,49 +333,68 @@ def load_tokens(tokens: TokenConfig | None, *, use_env: bool = True) -> TokenAut
 
 
 class FailureThrottle:
-    """At most ``attempts`` failed token attempts per client address within ``window``
-    seconds; further attempts are refused (429) until the oldest failure leaves the window.
-    Successful attempts are not counted, so a reviewer who mistypes a few times is not locked
-    out once they get it right."""
+    """Failed token attempts, counted per presented key and per client address within
+    ``window`` seconds. A key that failed ``attempts`` times is refused (429) until the oldest
+    of its failures leaves the window, whoever presents it; an address is refused for every key
+    only after ``per_address`` failures (default ten times ``attempts``), which takes many
+    different wrong keys. So a browser app that retries a wrong key stops being checked
+    without locking out the correct keys of the same address, while guessing many keys is
+    still cut off. Successful attempts are not counted."""
 
     def __init__(self, attempts: int = 10, window: float = 60.0, *,
+                 per_address: int | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  max_clients: int = 10_000) -> None:
-        if attempts < 1 or window <= 0:
-            raise ConfigurationError("The failed-token throttle needs attempts >= 1 and a "
-                                     "positive window.")
+        per_address = attempts * 10 if per_address is None else per_address
+        if attempts < 1 or per_address < 1 or window <= 0:
+            raise ConfigurationError("The failed-token throttle needs attempts >= 1, "
+                                     "per_address >= 1 and a positive window.")
         self.attempts = attempts
+        self.per_address = per_address
         self.window = window
         self._clock = clock
         self._max_clients = max_clients
         self._failures: dict[str, deque[float]] = {}
 
-    def _recent(self, client: str, now: float) -> deque[float]:
-        q = self._failures.get(client)
+    @staticmethod
+    def _keys(client: str, token: str) -> tuple[str, str]:
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return f"address:{client}", f"key:{digest}"
+
+    def _recent(self, key: str, now: float) -> deque[float]:
+        q = self._failures.get(key)
         if q is None:
             return deque()
         while q and now - q[0] >= self.window:
             q.popleft()
         if not q:
-            del self._failures[client]
+            del self._failures[key]
         return q
 
-    def retry_after(self, client: str) -> float | None:
-        """Seconds until ``client`` may try again, or None if it may try now."""
+    def retry_after(self, client: str, token: str = "") -> float | None:
+        """Seconds until ``client`` may try ``token`` again, or None if it may try now."""
         now = self._clock()
-        q = self._recent(client, now)
-        if len(q) < self.attempts:
-            return None
-        return max(0.0, self.window - (now - q[0]))
+        waits = []
+        for key, limit in zip(self._keys(client, token), (self.per_address, self.attempts),
+                              strict=True):
+            q = self._recent(key, now)
+            if len(q) >= limit:
+                waits.append(max(0.0, self.window - (now - q[-limit])))
+        return max(waits) if waits else None
 
-    def failed(self, client: str) -> None:
+    def address_blocked(self, client: str) -> bool:
+        """Whether ``client`` is refused for every key (too many different wrong keys)."""
+        return len(self._recent(self._keys(client, "")[0], self._clock())) >= self.per_address
+
+    def failed(self, client: str, token: str = "") -> None:
         now = self._clock()
-        if client not in self._failures and len(self._failures) >= self._max_clients:
-            # forget the client whose last failure is oldest (bounded memory)
-            oldest = min(self._failures, key=lambda c: self._failures[c][-1])
-            del self._failures[oldest]
-        self._recent(client, now)
-        self._failures.setdefault(client, deque()).append(now)
+        for key in self._keys(client, token):
+            if key not in self._failures and len(self._failures) >= self._max_clients:
+                # forget the key whose last failure is oldest (bounded memory)
+                oldest = min(self._failures, key=lambda c: self._failures[c][-1])
+                del self._failures[oldest]
+            self._recent(key, now)
+            self._failures.setdefault(key, deque()).append(now)
 
 
 # -- loopback --------------------------------------------------------------------------------

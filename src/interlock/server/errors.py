@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -10,6 +11,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from ..errors import (
+    IN_MEMORY_NOTE,
+    CallNotFound,
     ConcurrencyError,
     ConfigurationError,
     InterlockError,
@@ -46,7 +49,7 @@ def status_for(exc: InterlockError) -> int:
     """404 unknown thread, 422 invalid decision or unstorable text, 403 role missing, 409
     conflicts, stale or missing requests and acting on a sub-agent's thread, 400 bad input,
     502 model provider failure, 503 storage, else 500."""
-    if isinstance(exc, ThreadNotFound):
+    if isinstance(exc, ThreadNotFound | CallNotFound):
         return 404
     if isinstance(exc, SubAgentThread):
         return 409
@@ -72,10 +75,17 @@ def body(error: str, message: str, **extra: object) -> dict[str, object]:
 async def interlock_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, InterlockError)
     extra: dict[str, object] = {}
+    message = str(exc)
+    if isinstance(exc, ThreadNotFound):
+        # over HTTP: how to start one here, not the Python call
+        message = (f"Thread {exc.thread_id!r} does not exist on this server. Check the id "
+                   f"(GET /api/threads lists them), or start it with POST /api/threads "
+                   f"{{\"thread_id\": {json.dumps(exc.thread_id)}, \"message\": \"...\"}}."
+                   + (f" {IN_MEMORY_NOTE}" if exc.in_memory else ""))
     if isinstance(exc, SubAgentThread):
         extra = {"thread_id": exc.thread_id, "parent_thread_id": exc.parent_id,
                  "root_thread_id": await _root(request, exc)}
-    return JSONResponse(body(type(exc).__name__, str(exc), **extra),
+    return JSONResponse(body(type(exc).__name__, message, **extra),
                         status_code=status_for(exc))
 
 

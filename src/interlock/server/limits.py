@@ -11,6 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
+from ..decisions import decision_items
 from ..errors import ConfigurationError
 from .errors import ApiError
 
@@ -34,8 +37,9 @@ class Limits:
     max_decisions: int = 1000
     """Decisions in one request."""
     failed_token_attempts: int = 10
-    """Failed token attempts per client address within ``failed_token_window`` seconds before
-    further attempts get 429."""
+    """Failed attempts with one wrong token within ``failed_token_window`` seconds before that
+    token gets 429; ten times as many from one client address before every token from it
+    does."""
     failed_token_window: float = 60.0
 
     def __post_init__(self) -> None:
@@ -59,18 +63,15 @@ class Limits:
             raise too_large(field, f"{size} bytes of JSON", limit_name, f"{limit} bytes")
 
     def decisions(self, raw: Any) -> None:
-        """Every text and edited argument object of a decisions body."""
-        items: list[tuple[str, Any]]
-        if isinstance(raw, dict):
-            items = [(f"decisions.{k}", v) for k, v in raw.items()]
-        elif isinstance(raw, list):
-            items = [(f"decisions.{n}", v) for n, v in enumerate(raw)]
-        else:
-            return
+        """Every text and edited argument object of a decisions body, whatever its shape
+        (one decision, a list, a mapping, LangChain's ``{"decisions": ...}``)."""
+        items = decision_items(raw)
         if len(items) > self.max_decisions:
             raise too_large("decisions", f"{len(items)} decisions", "max_decisions",
                             str(self.max_decisions))
         for where, d in items:
+            if isinstance(d, BaseModel):
+                d = d.model_dump(exclude_none=True)
             if not isinstance(d, dict):
                 continue
             msg = d.get("message")

@@ -15,6 +15,7 @@ import html
 import json
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
@@ -22,16 +23,16 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from .. import display
-from ..authz import check_admin
+from ..authz import check_admin, same_reviewer
 from ..decisions import Reviewer
-from ..errors import InterlockError
-from ..hitl import HITLRequest
+from ..errors import InterlockError, NotAuthorized
 from ..interrupts import Interrupt
 from ..notify import retry_event
 from ..notify.config import NotifyConfig, Person
 from ..notify.email import Link, LinkRefused, LinkSigner, call_digest
 from ..notify.render import args_text, path_lines, visible
 from ..outbox import OutboxEvent
+from ..review_request import read_request
 from ..storage.base import ROW_ONLY
 from .api import Caller
 from .errors import ApiError
@@ -49,14 +50,20 @@ def _config(state: ServerState) -> NotifyConfig:
     return state.notify
 
 
-def _roles(state: ServerState, person: Person) -> frozenset[str]:
+def _reviewer(state: ServerState, person: Person) -> Reviewer:
+    """The reviewer ``person`` is now, at decision time: their roles from the notification
+    configuration, else from their token. A person whose tokens have all expired may not
+    decide (:class:`TokenRevoked`), nor may one without roles of their own whose token was
+    removed from the token file."""
+    held = state.auth.holder(person.id, datetime.now(UTC)) if state.auth is not None else None
     if person.roles is not None:
-        return frozenset(person.roles)
-    if state.auth is not None:
-        for identity in state.auth.identities:
-            if identity.id == person.id:
-                return identity.roles
-    return frozenset()
+        return Reviewer(person.id, frozenset(person.roles))
+    if held is None and state.auth is not None:
+        raise NotAuthorized(
+            f"Reviewer {person.id!r} has no token any more and no roles of their own in the "
+            f"notification configuration, so they cannot decide here. Ask an administrator "
+            f"to give them a token again.")
+    return Reviewer(person.id, held.roles if held is not None else frozenset())
 
 
 # -- the outbox -------------------------------------------------------------------------------
@@ -122,11 +129,15 @@ async def slack_interactions(request: Request, state: State) -> Response:
         raise ApiError(404, "SlackNotConfigured", "Slack is not configured on this server.")
     body = await request.body()
     verifier = SignatureVerifier(cfg.slack.signing_secret)
-    if not verifier.is_valid(body, request.headers.get("x-slack-request-timestamp", ""),
-                             request.headers.get("x-slack-signature", "")):
+    stamp = request.headers.get("x-slack-request-timestamp", "")
+    signature = request.headers.get("x-slack-signature", "")
+    # the verifier reads the timestamp as an integer: anything else is a malformed request
+    if not (stamp.isascii() and stamp.isdigit() and len(stamp) <= 12 and signature) or \
+            not verifier.is_valid(body, stamp, signature):
         return JSONResponse({"error": "InvalidSignature", "message": "The request is not "
-                             "signed with this app's signing secret, or its timestamp is "
-                             "older than five minutes."}, status_code=401)
+                             "signed with this app's signing secret (headers "
+                             "X-Slack-Signature and a numeric X-Slack-Request-Timestamp), or "
+                             "its timestamp is older than five minutes."}, status_code=401)
     try:
         payload = json.loads(parse_qs(body.decode())["payload"][0])
         user = str(payload["user"]["id"])
@@ -162,10 +173,13 @@ def _text(exc: BaseException) -> str:
 
 async def _decide(state: ServerState, person: Person, thread_id: str, interrupt_id: str,
                   call_id: str, digest: str, decision: Mapping[str, Any]) -> None:
-    """Decide one call as ``person``, if it is still the exact call they were shown."""
-    await _current_call(state, thread_id, interrupt_id, call_id, digest)
-    reviewer = Reviewer(person.id, _roles(state, person))
-    await state.runner.resume(thread_id, {call_id: dict(decision)}, interrupt_id=interrupt_id,
+    """Decide one call as ``person``, if it is still the exact call they were shown: the
+    decision names the revision that matched the message's digest, so an edit stored between
+    this check and the decision is refused by the core (``StaleRevision``)."""
+    _, config = await _current_call(state, thread_id, interrupt_id, call_id, digest)
+    reviewer = _reviewer(state, person)
+    decided = {**decision, "revision": config.revision}
+    await state.runner.resume(thread_id, {call_id: decided}, interrupt_id=interrupt_id,
                               reviewer=reviewer, actor=person.id, wait=False)
 
 
@@ -182,14 +196,13 @@ async def _current_call(state: ServerState, thread_id: str, interrupt_id: str, c
     review = await _pending(state, thread_id, interrupt_id)
     paths: dict[str, Any] = {}
     if review is not None and review.path:
-        paths = {a.tool_call_id: a.path for a in HITLRequest.of(review.value).action_requests}
+        paths = read_request(review.value).paths()
         review = await _pending(state, review.path[-1].thread_id, interrupt_id)
     if review is None:
         raise ApiError(409, "RequestGone",
                        "This request is no longer pending (it was decided, cancelled or "
                        "expired). Open the thread in the inbox to see what happened.")
-    req = HITLRequest.model_validate(review.value)
-    for a, c in zip(req.action_requests, req.review_configs, strict=True):
+    for a, c in read_request(review.value).pairs():
         if a.tool_call_id == call_id:
             if call_digest(a.name, a.args) != digest:
                 raise ApiError(409, "CallChanged",
@@ -200,15 +213,35 @@ async def _current_call(state: ServerState, thread_id: str, interrupt_id: str, c
 
 
 # -- e-mail links -----------------------------------------------------------------------------
+#
+# A link is ``<public_url>/notify/email#<token>``: the token is in the URL's fragment, which
+# browsers do not send, so it never reaches this server's access log or a proxy's. The page
+# is the same for every link; its script (static/link.js) reads the fragment and posts the
+# token in a request body to ``/notify/email/view`` (what the link is for) and
+# ``/notify/email/decide`` (the decision). A mail scanner that opens the link sends no token.
 
 
-def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+def _page(title: str, body: str, status: int = 200, *, static: str = "../../static",
+          ) -> HTMLResponse:
+    """A page of its own; its script posts with ``fetch`` (same-origin requests carry their
+    real ``Origin`` whatever the referrer policy, so the CSRF check accepts them)."""
+    headers = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
     return HTMLResponse(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<meta name='viewport' content='width=device-width'>"
-        f"<link rel='stylesheet' href='../../static/inbox.css'></head>"
+        f"<meta name='viewport' content='width=device-width'><link rel='icon' href='data:,'>"
+        f"<link rel='stylesheet' href='{static}/inbox.css'></head>"
         f"<body><main class='link-page'><h1>{html.escape(title)}</h1>{body}</main></body></html>",
-        status_code=status, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+        status_code=status, headers=headers)
+
+
+def _shell(static: str, api: str, legacy: bool) -> HTMLResponse:
+    """The confirmation page before its script has read the link (the same for every link)."""
+    return _page("Confirm your decision",
+                 f"<div id='link' data-api='{api}'{' data-legacy' if legacy else ''}>"
+                 f"<p>Loading the request…</p></div>"
+                 f"<noscript><p>This page needs JavaScript to read the decision link. Open the "
+                 f"request in the inbox instead.</p></noscript>"
+                 f"<script type='module' src='{static}/link.js'></script>", static=static)
 
 
 def _link(state: ServerState, token: str) -> tuple[Link, Person]:
@@ -225,60 +258,87 @@ def _link(state: ServerState, token: str) -> tuple[Link, Person]:
 
 async def _check(state: ServerState, token: str) -> tuple[Link, Person, Any, Any]:
     link, person = _link(state, token)
+    try:
+        _reviewer(state, person)
+    except NotAuthorized as exc:
+        raise LinkRefused(str(exc)) from None
     action, config = await _current_call(state, link.thread_id, link.interrupt_id,
                                          link.tool_call_id, link.digest)
-    if any(a.by == person.id for a in config.approved_by or []):
+    if any(same_reviewer(a.by, person.id) for a in config.approved_by or []):
         raise LinkRefused("You already approved this call; it waits for other reviewers. "
                           "This link has been used.")
     return link, person, action, config
 
 
-def _refusal(exc: Exception) -> HTMLResponse:
+def _answer(title: str, status: int = 200, **data: Any) -> JSONResponse:
+    return JSONResponse({"title": title, **data}, status_code=status,
+                        headers={"Cache-Control": "no-store"})
+
+
+def _refusal(exc: Exception) -> JSONResponse:
     status = 409 if isinstance(exc, ApiError) else 410 if isinstance(exc, LinkRefused) else 400
-    return _page("This link cannot be used", f"<p>{html.escape(_text(exc))}</p>", status)
+    return _answer("This link cannot be used", status, message=_text(exc))
+
+
+async def _token(request: Request) -> tuple[str, dict[str, Any]]:
+    """The link's token and the rest of a JSON body (``{"token": ..., ...}``)."""
+    try:
+        body = json.loads(await request.body())
+    except ValueError:
+        body = None
+    token = body.get("token") if isinstance(body, dict) else None
+    if not isinstance(token, str) or not token or len(token) > 4096:
+        raise ApiError(422, "InvalidRequest",
+                       'Send the decision link\'s token as JSON: {"token": "..."}.')
+    return token, body
+
+
+@router.get("/notify/email", include_in_schema=False)
+async def email_page() -> HTMLResponse:
+    """The confirmation page of every link (the token stays in the fragment)."""
+    return _shell("../static", "email/", legacy=False)
 
 
 @router.get("/notify/email/{token}", include_in_schema=False)
-async def email_link(request: Request, state: State, token: str) -> HTMLResponse:
-    """The confirmation page. Opening a link never decides anything."""
+async def email_page_legacy(token: str) -> HTMLResponse:
+    """Links sent before tokens moved to the fragment (``/notify/email/<token>``): the same
+    page, whose script reads the token from the path. The access log shows such paths
+    redacted (see :mod:`.redact`)."""
+    return _shell("../../static", "", legacy=True)
+
+
+@router.post("/notify/email/view", include_in_schema=False)
+async def email_view(request: Request, state: State) -> JSONResponse:
+    """What a link is for, as the confirmation page shows it. Never decides anything."""
     try:
+        token, _ = await _token(request)
         link, person, action, config = await _check(state, token)
     except (LinkRefused, ApiError) as exc:
         return _refusal(exc)
-    need = config.approvals_required
-    given = config.approved_by or []
-    parts = [
-        f"<p>Reviewer: <b>{html.escape(person.id)}</b> · thread "
-        f"<code>{html.escape(visible(link.thread_id, 200))}</code></p>",
-        *(f"<p>{html.escape(line)}</p>" for line in path_lines(action.path, link.thread_id)),
-        f"<p>Tool: <b>{html.escape(visible(action.name, 200))}</b></p>",
-        f"<pre>{html.escape(args_text(action.args, 20000))}</pre>",
-    ]
     found = display.warnings(display.inspect(
         [action.name, action.description, *display.strings(action.args)]))
-    parts += [f"<p class='notice'>⚠ {html.escape(w)}</p>" for w in found]
-    if action.description:
-        parts.append(f"<p>{html.escape(visible(action.description, 2000))}</p>")
-    if need > 1:
-        parts.append(f"<p>Approvals: {len(given)} of {need}"
-                     f" ({html.escape(', '.join(a.by for a in given) or 'nobody yet')})</p>")
-    buttons = []
-    if "approve" in config.allowed_decisions:
-        buttons.append("<button name='decision' value='approve'>Approve</button>")
-    if "reject" in config.allowed_decisions:
-        buttons.append("<label>Reason (optional) <input name='message' maxlength='2000'>"
-                       "</label> <button name='decision' value='reject'>Reject</button>")
-    parts.append(f"<form method='post'>{' '.join(buttons)}</form>" if buttons else
-                 "<p>Decide this call in the inbox.</p>")
-    return _page("Confirm your decision", "".join(parts))
+    description = display.shown_description(action.description or "", action.name,
+                                             action.args)
+    return _answer(
+        "Confirm your decision", reviewer=person.id, thread=visible(link.thread_id, 200),
+        path=path_lines(action.path, link.thread_id), tool=visible(action.name, 200),
+        args=args_text(action.args, 20000), warnings=found,
+        # without what the page shows anyway (the default description's Tool: / Args: lines)
+        description=visible(description, 2000) if description else None,
+        approvals_required=config.approvals_required,
+        approved_by=[a.by for a in config.approved_by or []],
+        decisions=[d for d in ("approve", "reject") if d in config.allowed_decisions])
 
 
-@router.post("/notify/email/{token}", include_in_schema=False)
-async def email_decide(request: Request, state: State, token: str) -> HTMLResponse:
-    form = parse_qs((await request.body()).decode("utf-8", "replace"))
-    kind = (form.get("decision") or [""])[0]
-    message = (form.get("message") or [""])[0].strip() or None
+@router.post("/notify/email/decide", include_in_schema=False)
+async def email_decide(request: Request, state: State) -> JSONResponse:
+    """The decision: ``{"token": ..., "decision": "approve"|"reject", "message": ...}``."""
     try:
+        token, body = await _token(request)
+        kind = body.get("decision")
+        raw = body.get("message")
+        message = (raw.strip() or None) if isinstance(raw, str) else None
+        state.limits.text("message", message)
         link, person, _, config = await _check(state, token)
         if kind not in ("approve", "reject") or kind not in config.allowed_decisions:
             raise ApiError(422, "InvalidDecision",
@@ -291,7 +351,7 @@ async def email_decide(request: Request, state: State, token: str) -> HTMLRespon
     except (LinkRefused, ApiError) as exc:
         return _refusal(exc)
     except InterlockError as exc:
-        return _page("Not decided", f"<p>{html.escape(str(exc))}</p>", 409)
+        return _answer("Not decided", 409, message=str(exc))
     done = "approved" if kind == "approve" else "rejected"
-    return _page("Thank you", f"<p>You {done} the call. Your decision is recorded in the audit "
-                 f"log as {html.escape(person.id)}.</p>")
+    return _answer("Thank you", message=f"You {done} the call. Your decision is recorded in "
+                   f"the audit log as {person.id}.")

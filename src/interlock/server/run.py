@@ -11,6 +11,7 @@ from types import FrameType
 from typing import Any
 
 from ..agent import Agent
+from ..authz import read_keys
 from ..errors import MissingDependency
 from ..notify import NotifyConfig
 from ..storage import from_url
@@ -58,7 +59,8 @@ def build_server(
     auth = load_tokens(tokens)
     check_bind(host, auth)
     if db_url is not None:
-        use_store(agent, from_url(db_url))  # its sub-agents' threads go there too
+        # its sub-agents' threads go there too
+        use_store(agent, from_url(db_url, read_keys=read_keys))
     app = create_app(agent, tokens=auth, use_env_tokens=False, poll_interval=poll_interval,
                      expiry_interval=expiry_interval, recovery_interval=recovery_interval,
                      limits=limits, notify=notify, dispatch=dispatch, langgraph_api=langgraph_api,

@@ -25,8 +25,7 @@ from ..agent import Agent
 from ..decisions import Reviewer
 from ..errors import InterlockError
 from ..events import Event, RunCompleted, event_to_json
-from ..messages import AssistantMessage
-from ..result import RunResult
+from ..result import RunResult, result_of
 from .hub import Hub, Subscription, thread_topic
 
 log = logging.getLogger("interlock.server")
@@ -50,11 +49,12 @@ class Runner:
     # -- entry points ------------------------------------------------------------------------
 
     async def start(self, thread_id: str, message: str, *, reviewer: Reviewer | None,
-                    wait: bool) -> RunResult | None:
-        """Send a user message (creating the thread if needed) as ``reviewer``."""
+                    wait: bool, metadata: dict[str, Any] | None = None) -> RunResult | None:
+        """Send a user message (creating the thread if needed, with ``metadata``) as
+        ``reviewer``."""
         return await self._launch(thread_id, lambda stored, sink: self.agent.ainvoke(
             message, thread_id=thread_id, reviewer=reviewer, on_stored=stored, on_event=sink,
-            handoff=self.handoff), wait)
+            handoff=self.handoff, metadata=metadata), wait)
 
     async def resume(
         self, thread_id: str, decisions: Any, *, interrupt_id: str | None,
@@ -158,13 +158,8 @@ class Runner:
             if state.status == "failed":
                 raise InterlockError(f"The run of thread {thread_id!r} failed in a worker "
                                      f"process: {state.error or 'no reason stored'}")
-            if state.interrupts:
-                return RunResult(thread_id, "interrupted", state.messages, state.interrupts,
-                                 version=state.version)
-            last = state.messages[-1] if state.messages else None
-            output = last.content if isinstance(last, AssistantMessage) and \
-                not last.tool_calls else None
-            return RunResult(thread_id, "completed", state.messages, [], output,
+            return result_of(thread_id, state.messages, state.interrupts,
+                             completed=state.status == "completed",
                              version=state.version)
 
     def _finished(self, task: asyncio.Task[RunResult]) -> None:

@@ -1,7 +1,9 @@
 """Response security headers and request guards (pure ASGI, so SSE streams are untouched).
 
 * Every response: a strict Content-Security-Policy (scripts and styles only from this origin,
-  no inline script, no framing), ``nosniff``, no referrer; API responses are not cached.
+  no inline script, no framing, no form submissions), ``nosniff``, no referrer; API responses
+  are not cached. The e-mail confirmation page lives under it too: its
+  script posts with ``fetch``, which ``form-action`` does not govern.
 * Local mode (no tokens): only loopback clients with a loopback ``Host`` header are served —
   this also defeats DNS-rebinding pages in the reviewer's browser.
 * State-changing requests whose ``Origin`` is not this server (same scheme, host and port) are

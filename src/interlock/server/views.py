@@ -3,34 +3,33 @@ functions that build them from stored records."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .. import display
 from ..agent import Agent, ThreadState
-from ..audit_verify import AuditHead
+from ..audit.verify import AuditHead
 from ..authz import Reviewer, ThreadFacts, may_post
-from ..hitl import HITLRequest
-from ..interrupts import Interrupt, PathStep
+from ..interrupts import Interrupt
 from ..messages import Message
+from ..review_request import read_request
 from ..storage.base import (
     AuditRecord,
     JournalEntry,
     ParentLink,
     RememberedApproval,
-    ThreadRecord,
     parent_chain,
 )
 from ..subagent_tree import tool_at
 from ..text import check_input
-
-PREVIEW_CHARS = 160
-
-ThreadStatusName = Literal["idle", "running", "interrupted", "completed", "failed"]
-
+from .summaries import PREVIEW_CHARS as PREVIEW_CHARS
+from .summaries import CallSummary as CallSummary
+from .summaries import PendingSummary as PendingSummary
+from .summaries import ThreadStatusName as ThreadStatusName
+from .summaries import ThreadSummary as ThreadSummary
+from .summaries import pending_summary as pending_summary
+from .summaries import thread_summary as thread_summary
 
 # -- request bodies ---------------------------------------------------------------------------
 
@@ -119,54 +118,6 @@ class PostCancel(BaseModel):
 class ErrorBody(BaseModel):
     error: str = Field(description="Exception class name, e.g. InvalidDecision.")
     message: str = Field(description="What was wrong and how to fix it.")
-
-
-class CallSummary(BaseModel):
-    tool_call_id: str
-    name: str
-    args_preview: str
-    allowed_decisions: list[str]
-    reviewers: list[str] | None = None
-    expires_at: datetime | None = None
-    reason: str | None = None
-    display_warnings: list[str] = Field(
-        default_factory=list,
-        description="What the call's name, description and arguments hide (invisible or "
-        "control characters, mixed-script words, padding); empty when nothing.")
-    path: list[PathStep] | None = Field(
-        default=None, description="For a call raised inside a sub-agent: the steps from this "
-        "thread to the call (docs/subagents.md); null for this thread's own calls.")
-
-
-class PendingSummary(BaseModel):
-    interrupt_id: str
-    kind: Literal["review", "input"]
-    created_at: datetime
-    calls: list[CallSummary] = Field(default_factory=list)
-    question: str | None = None
-    """Preview of an ``interrupt()`` question."""
-    tool_call_id: str | None = None
-    path: list[PathStep] | None = Field(
-        default=None, description="For a request raised inside a sub-agent: the steps from "
-        "this thread to the thread that raised it; null for this thread's own requests.")
-
-
-class ThreadSummary(BaseModel):
-    thread_id: str
-    status: ThreadStatusName
-    version: int
-    preview: str
-    created_at: datetime
-    updated_at: datetime
-    error: str | None = None
-    last_decision: str = Field(default="", description="The latest decision, e.g. "
-                               "'approved execute_sql (alice)'.")
-    outcome: str = Field(default="", description="How the latest run ended: the start of "
-                         "the final answer, a cancellation or the error.")
-    pending: list[PendingSummary]
-    parent_thread_id: str | None = Field(
-        default=None, description="Set on a sub-agent's thread: the thread whose call runs "
-        "it. Its requests are shown and decided there (docs/subagents.md).")
 
 
 class ThreadList(BaseModel):
@@ -285,52 +236,20 @@ class Me(BaseModel):
 
 
 class Health(BaseModel):
-    ok: bool
+    ok: bool = Field(description="false (with status 503) when the store takes no writes")
     checkpointer: str
+    writes: bool | None = Field(None, description="Whether the store takes writes now "
+                                "(Postgres: reachable, not a standby, not read-only); null "
+                                "for stores that cannot tell")
+    write_error: str | None = Field(None, description="Why writes fail")
+    live_updates: str = Field("", description="How other processes' changes reach this "
+                              "server: change signals (LISTEN/NOTIFY) or polling, with the "
+                              "interval")
+    live_updates_error: str | None = Field(None, description="Why change signals cannot work "
+                                           "here (polling is in use)")
 
 
 # -- builders ---------------------------------------------------------------------------------
-
-
-def _preview(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
-
-
-# The summaries are built from stored records, which were validated when they were read:
-# model_construct skips validating every field again (a list page builds 150 of these).
-
-
-def pending_summary(intr: Interrupt) -> PendingSummary:
-    if intr.kind == "review":
-        value = intr.value
-        req = HITLRequest.of(value)
-        calls = [
-            CallSummary.model_construct(
-                tool_call_id=a.tool_call_id, name=a.name, args_preview=_preview(a.args),
-                allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,
-                expires_at=c.expires_at, reason=a.reason,
-                display_warnings=display.warnings(display.inspect(
-                    [a.name, a.description, *display.strings(a.args)])),
-                path=a.path)
-            for a, c in zip(req.action_requests, req.review_configs, strict=True)
-        ]
-        return PendingSummary.model_construct(
-            interrupt_id=intr.id, kind="review", created_at=intr.created_at, calls=calls,
-            question=None, tool_call_id=None, path=intr.path)
-    return PendingSummary.model_construct(
-        interrupt_id=intr.id, kind="input", created_at=intr.created_at, calls=[],
-        question=_preview(intr.value), tool_call_id=intr.tool_call_id, path=intr.path)
-
-
-def thread_summary(rec: ThreadRecord) -> ThreadSummary:
-    return ThreadSummary.model_construct(
-        thread_id=rec.thread_id, status=rec.status, version=rec.version, preview=rec.preview,
-        created_at=rec.created_at, updated_at=rec.updated_at, error=rec.error,
-        last_decision=rec.last_decision, outcome=rec.outcome,
-        pending=[pending_summary(i) for i in rec.pending],
-        parent_thread_id=rec.parent.thread_id if rec.parent is not None else None,
-    )
 
 
 HISTORY_LIMIT = 2000
@@ -343,8 +262,8 @@ async def thread_detail(agent: Agent, state: ThreadState,
     tools: dict[str, ToolInfo] = {}
     call_tools: dict[str, ToolInfo] = {}
     for intr in state.interrupts:
-        if intr.kind == "review" and isinstance(intr.value, HITLRequest):
-            for a in intr.value.action_requests:
+        if intr.kind == "review":
+            for a in read_request(intr.value).action_requests:
                 # a sub-agent's call: the tool of the agent its path leads to
                 if (t := tool_at(agent, a.name, a.path)) is None:
                     continue

@@ -28,16 +28,18 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from .._failures import FailureLog
 from ..agent import Agent
 from ..authz import CallPolicy, ThreadFacts, facts_of
 from ..errors import InterlockError
-from ..storage.base import ChangeCursor, ChangeSignals, ThreadRecord
+from ..storage.base import ChangeCursor, ChangeSignals, EventRelay, ThreadRecord
 from .hub import INBOX, Hub, thread_topic
-from .views import thread_summary
+from .summaries import thread_summary
 
 log = logging.getLogger("interlock.server")
 
@@ -215,6 +217,13 @@ class InboxWatcher:
         self.hub.publish(INBOX, "thread_updated", {"thread": summary}, then)
         self.hub.publish(thread_topic(r.thread_id), "thread_updated", {"thread": summary}, now)
 
+    def live_updates(self) -> str:
+        """How other processes' changes reach this watcher (for ``/api/health``)."""
+        if self._listening:
+            return (f"change signals (LISTEN/NOTIFY), and a poll every "
+                    f"{max(self.interval, self.signal_interval):g} s")
+        return f"polling every {self.interval:g} s"
+
     async def run(self) -> None:
         """Poll until cancelled; errors are logged and retried. On a store with change signals
         every commit of any process wakes it."""
@@ -233,6 +242,7 @@ class InboxWatcher:
             except Exception as exc:
                 FailureLog(log, "inbox watcher: listening for change signals").failed(
                     exc, f"polling every {self.interval:g} s instead")
+        stop_relay = await self._follow_relayed(store)
         try:
             held_wait = self.min_gap
             while True:
@@ -253,6 +263,29 @@ class InboxWatcher:
         finally:
             if stop_listening is not None:
                 stop_listening()
+            if stop_relay is not None:
+                stop_relay()
+
+    async def _follow_relayed(self, store: object) -> Callable[[], None] | None:
+        """On a store that relays the events of runs made elsewhere (a worker's, on Postgres),
+        publish each on its thread's topic, as this server publishes those of its own runs."""
+        if not isinstance(store, EventRelay):
+            return None
+        loop = asyncio.get_running_loop()
+
+        def publish(thread_id: str, event: dict[str, Any]) -> None:
+            self.hub.publish(thread_topic(thread_id), str(event.get("type", "")), event)
+
+        def relayed(thread_id: str, event: dict[str, Any]) -> None:  # the listening thread
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(publish, thread_id, event)
+
+        try:
+            return await asyncio.to_thread(store.on_relayed_event, relayed)
+        except Exception as exc:
+            FailureLog(log, "inbox watcher: following relayed run events").failed(
+                exc, "streams of runs made by workers carry their start and end only")
+            return None
 
     async def _nap(self, seconds: float | None = None) -> None:
         """Sleep until poked or for ``seconds`` (default: the poll interval, the fallback

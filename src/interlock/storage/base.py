@@ -18,18 +18,23 @@ Every write is one atomic :meth:`Checkpointer.commit` guarded by the thread's ve
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_jsonable_python
 
-from ..errors import ConcurrencyError, ConfigurationError
+from ..errors import ConfigurationError
+from ..errors import VersionConflict as VersionConflict  # where backends import it from
 from ..interrupts import Interrupt, PathStep
 from ..messages import Message, ToolCall, ToolMessage
 from ..outbox import OutboxEvent
+from ..review_request import index_calls, index_deadline
 
 RESOLVED_KEPT = 20
 """How many answered interrupt ids a thread row remembers (see ``ThreadRecord.resolved``)."""
@@ -171,6 +176,8 @@ class DecisionRecord(_Record):
     remember: Literal["thread"] | None = omitted_when_none()
     edited_action: EditedCall | None = omitted_when_none()
     tool_call_id: str | None = omitted_when_none()
+    metadata: dict[str, Any] | None = omitted_when_none()
+    """What the reviewer gave the tool with the decision (``ToolContext.decision_metadata``)."""
 
 
 class ParentLink(_Record):
@@ -243,6 +250,13 @@ class ThreadRecord(BaseModel):
     """Reviewers who decided one of the thread's calls (they may read it)."""
     parent: ParentLink | None = None
     """Set on the thread of a sub-agent (``Agent.as_tool``): the parent's call that runs it."""
+    trace: str | None = None
+    """The W3C ``traceparent`` of the current run's first span, when tracing is on
+    (:mod:`interlock.observe`): a run resumed in another process continues that trace."""
+    results_unseen: bool | None = omitted_when_none()
+    """True while the thread's last message is a tool result: the model has not been called
+    with it yet (a run that failed there has work left for the sweep, see
+    :func:`needs_sweep`)."""
 
 
 class JournalEntry(BaseModel):
@@ -272,6 +286,11 @@ class JournalEntry(BaseModel):
     updated_at: datetime
     child_thread: str | None = None
     """For a call of a sub-agent (``Agent.as_tool``): the thread the sub-agent runs in."""
+    run_owner: str | None = None
+    """The lease owner ("host|pid|nonce") of the run that stored this attempt as ``running``:
+    the one process that may have called its tool. A process whose own ``running`` write
+    failed knows its attempt never started, but only an entry with its own owner is that
+    attempt: another process may have stored the same attempt number and run the tool."""
 
     @property
     def proposed(self) -> ToolCall:
@@ -324,24 +343,20 @@ def review_deadline(thread: ThreadRecord) -> datetime | None:
     """The earliest ``expires_at`` — or ``escalate_at`` of a call not escalated yet — among the
     thread's pending review calls (``None``: no deadline). Stores keep it in an indexed column,
     so that expiry and escalation read only what is due."""
-    earliest: datetime | None = None
-    for intr in thread.pending:
-        if intr.kind != "review":
-            continue
-        value = intr.value
-        configs = (value.get("review_configs") if isinstance(value, dict)
-                   else getattr(value, "review_configs", None)) or []
-        for config in configs:
-            for key in ("expires_at", "escalate_at"):
-                at = (config.get(key) if isinstance(config, dict) else getattr(config, key, None))
-                if key == "escalate_at" and (config.get("escalated_at") if isinstance(
-                        config, dict) else getattr(config, "escalated_at", None)):
-                    continue
-                if isinstance(at, str):
-                    at = datetime.fromisoformat(at)
-                if isinstance(at, datetime) and (earliest is None or at < earliest):
-                    earliest = at
-    return earliest
+    times = [d for intr in thread.pending if intr.kind == "review"
+             and (d := index_deadline(intr.value)) is not None]
+    return min(times) if times else None
+
+
+def needs_sweep(thread: ThreadRecord) -> bool:
+    """Whether the recovery sweep must look at the thread: a run holds it (``running``: its
+    owner may be gone), or its run failed part-way with work left (``failed`` with an open
+    turn — an approved call not run yet, results not handed on — or with tool results the
+    model was not called with). Stores with a :class:`SweepIndex` keep it in an indexed
+    column, so that the sweep reads only these threads."""
+    if thread.status == "running":
+        return True
+    return thread.status == "failed" and (thread.turn is not None or bool(thread.results_unseen))
 
 
 SEARCH_CHARS = 600
@@ -361,12 +376,7 @@ def search_text(thread: ThreadRecord) -> str:
     for intr in thread.pending:
         value = intr.value
         if intr.kind == "review":
-            actions = (value.get("action_requests") if isinstance(value, dict)
-                       else getattr(value, "action_requests", None)) or []
-            for a in actions:
-                name = a.get("name") if isinstance(a, dict) else getattr(a, "name", "")
-                args = a.get("args") if isinstance(a, dict) else getattr(a, "args", {})
-                parts.append(f"{name} {_SEARCH_JSON.encode(args)}")
+            parts += [f"{name} {_SEARCH_JSON.encode(args)}" for name, args in index_calls(value)]
         else:
             parts.append(value if isinstance(value, str) else _SEARCH_JSON.encode(value))
     return _storable(" ".join(parts).lower()[:SEARCH_CHARS])
@@ -380,6 +390,59 @@ def search_key(text: str) -> str:
 def _storable(text: str) -> str:
     """Text every store can index: NUL as a space, a lone surrogate as its escape."""
     return text.replace("\x00", " ").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def metadata_contains(have: Any, want: Any) -> bool:
+    """Whether the JSON value ``have`` contains ``want``, as Postgres's ``jsonb @>`` decides
+    it (LangGraph's thread metadata filter): an object contains every key of ``want`` with a
+    value that contains its value, an array contains each element of ``want`` in one of its
+    own elements, and a scalar equals one of the same JSON type (``true`` is not ``1``,
+    ``1`` is ``1.0``). Stores filter :meth:`Checkpointer.list_threads` by ``metadata`` so."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(
+            k in have and metadata_contains(have[k], v) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(have, list) and all(
+            any(metadata_contains(h, w) for h in have) for w in want)
+    if isinstance(want, bool) or want is None or isinstance(want, str):
+        return type(have) is type(want) and have == want
+    if isinstance(want, int | float):
+        if isinstance(have, bool) or not isinstance(have, int | float):
+            return False
+        return have == want or (have != have and want != want)  # NaN is stored as one value
+    return False
+
+
+_UNINDEXABLE = re.compile("[\x00\ufffd\ud800-\udfff]")
+
+
+def _indexable(value: Any) -> Any:
+    """``value`` with every string (keys too) that a ``jsonb`` value cannot hold (NUL, a lone
+    surrogate) rewritten one-to-one: such a character and U+FFFD itself become U+FFFD and
+    four hex digits, so two strings are equal exactly when their rewritten forms are, and
+    containment is decided the same. Infinite and NaN numbers become such strings too."""
+    if isinstance(value, str):
+        if _UNINDEXABLE.search(value) is None:
+            return value
+        return _UNINDEXABLE.sub(lambda m: f"\ufffd{ord(m.group()):04x}", value)
+    if isinstance(value, dict):
+        return {_indexable(str(k)): _indexable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_indexable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"\ufffd{value!r}"
+    return value
+
+
+def metadata_index(metadata: dict[str, Any] | None) -> str | None:
+    """A thread's (or a filter's) metadata as the JSON text a store indexes and compares with
+    ``jsonb @>`` (``None`` for none): JSON-native values, with what ``jsonb`` cannot hold
+    rewritten one-to-one (:func:`_indexable`), so the index decides exactly as
+    :func:`metadata_contains`."""
+    if not metadata:
+        return None
+    native = to_jsonable_python(metadata, fallback=str)
+    return json.dumps(_indexable(native), ensure_ascii=False, separators=(",", ":"))
 
 
 def thread_json(thread: ThreadRecord) -> str:
@@ -404,6 +467,23 @@ def audit_json(record: AuditRecord) -> str:
     return record.model_dump_json(exclude={"id"})
 
 
+def audit_rows(change: Commit) -> list[str]:
+    """The JSON of a commit's audit rows, as stores write them: ``change.audit_rows`` when it
+    holds one for each row, else :func:`audit_json` of each."""
+    if len(change.audit_rows) == len(change.audit):
+        return change.audit_rows
+    return [audit_json(rec) for rec in change.audit]
+
+
+def stored_audit(row_id: int, thread_id: str, seq: int, data: str | bytes) -> AuditRecord:
+    """An audit row as a backend stores it, at its place: the thread and position are those
+    of the columns that listings select and order by, not the copies inside ``data``, so a
+    row moved to another thread or position no longer matches its signed hash (which covers
+    the thread and position it was written at)."""
+    return AuditRecord.model_validate_json(data).model_copy(
+        update={"id": row_id, "thread_id": thread_id, "seq": seq})
+
+
 @dataclass
 class ThreadSnapshot:
     """Everything needed to continue a thread: the row, the messages, the open turn's journal."""
@@ -423,23 +503,47 @@ class Commit:
     journal: list[JournalEntry] = field(default_factory=list)
     """Inserted or replaced by ``tool_call_id``."""
     audit: list[AuditRecord] = field(default_factory=list)
+    audit_rows: list[str] = field(default_factory=list)
+    """The JSON each row of ``audit`` is stored as, made when it was signed (the rows are
+    serialised once); empty: the store serialises them (see :func:`audit_rows`)."""
     outbox: list[OutboxEvent] = field(default_factory=list)
     """Notification events, inserted (new ids only)."""
+    readers: Sequence[str] = ()
+    """Who may read the thread as of this change: the read keys that
+    ``list_threads(readers=...)`` matches, kept next to the row and replaced at every commit.
+    The layer that owns the rule computes them (the run transaction, with
+    :func:`interlock.authz.read_keys`); the store only keeps them. Empty: the thread is
+    listed only without a ``readers`` filter."""
     enqueue: bool = False
     """Also put the thread on the run queue (:class:`RunQueue`), in the same transaction, for
     a worker process to continue. Stores without a run queue refuse such a commit."""
 
 
-class VersionConflict(ConcurrencyError):
-    """The thread's version was not the expected one (someone else committed first)."""
+ReadKeys = Callable[[ThreadRecord], Sequence[str]]
+"""Who may read a thread, as read keys (:func:`interlock.authz.read_keys`). A SQL backend is
+given it to index the threads a database already holds when it first builds the readers
+index; every later change brings its keys on the :class:`Commit`."""
 
-    def __init__(self, thread_id: str, expected: int | None) -> None:
-        super().__init__(
-            f"Thread {thread_id!r} changed concurrently (expected version {expected}); "
-            f"the change was not stored."
-        )
-        self.thread_id = thread_id
-        self.expected = expected
+
+def readers_of(rows: Iterable[tuple[str, str, Any, str]], read_keys: ReadKeys | None,
+               store: object) -> list[tuple[str, str, str, Any]]:
+    """The readers index of threads stored before it existed: ``(key, thread_id, status,
+    updated_at)`` for every ``(thread_id, status, updated_at, row JSON)``. Raises (so that the
+    migration is rolled back and nothing changes) when there are rows and the store was not
+    given ``read_keys``."""
+    found: list[tuple[str, str, str, Any]] = []
+    for thread_id, status, updated, data in rows:
+        if read_keys is None:
+            raise ConfigurationError(
+                f"{store!r} holds threads stored before interlock indexed who may read them; "
+                f"the index is built once, when the store is first opened by this version, "
+                f"and needs the rule: open it with read_keys=interlock.authz.read_keys (for "
+                f"example SqliteCheckpointer(path, read_keys=read_keys), or from_url(url, "
+                f"read_keys=read_keys); `interlock serve` and the CLI do this). Nothing was "
+                f"changed.")
+        found.extend((k, thread_id, status, updated)
+                     for k in read_keys(ThreadRecord.model_validate_json(data)))
+    return found
 
 
 @runtime_checkable
@@ -460,13 +564,16 @@ class Checkpointer(Protocol):
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
         readers: Sequence[str] | None = None, top_level: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> list[ThreadRecord]:
         """Threads, newest first by ``(updated_at, thread_id)``, optionally filtered by status,
         by ``search``, a case-insensitive substring of :func:`search_text` (every character
         literal, any length), by ``readers``: only threads whose read keys
-        (:func:`interlock.authz.read_keys`, kept next to the row) include one of these, and
+        (:attr:`Commit.readers`, kept next to the row) include one of these, and
         with ``top_level`` only threads that are not a sub-agent's (``parent`` is None; the
-        parent's thread id is kept next to the row).
+        parent's thread id is kept next to the row). ``metadata``: only threads whose
+        :attr:`ThreadRecord.metadata` contains it (:func:`metadata_contains`, LangGraph's
+        thread filter; Postgres answers it from a GIN index of :func:`metadata_index`).
 
         ``before`` alone: only threads with ``updated_at < before``. With ``before_id``: only
         threads strictly before the cursor ``(before, before_id)`` in that order, so that a page
@@ -566,6 +673,8 @@ async def parent_chain(store: Checkpointer, thread_id: str) -> list[ParentLink]:
 
 RUN_QUEUE = "run_queue"
 CHANGE_SIGNALS = "change_signals"
+SWEEP_INDEX = "sweep_index"
+EVENT_RELAY = "event_relay"
 
 
 @dataclass(frozen=True)
@@ -635,13 +744,73 @@ class ChangeSignals(Protocol):
         ...
 
 
+@runtime_checkable
+class SweepIndex(Protocol):
+    """Optional capability: the threads for which :func:`needs_sweep` holds, read through an
+    index of those threads alone (the recovery sweep then costs what is to be swept, not what
+    the store holds). Without it, the sweep lists threads by status."""
+
+    async def sweep_candidates(self, *, limit: int = 200,
+                               after: str | None = None) -> list[ThreadRecord]:
+        """Up to ``limit`` threads that :func:`needs_sweep` marks, by ``thread_id``, starting
+        after ``after``."""
+        ...
+
+
+@runtime_checkable
+class EventRelay(Protocol):
+    """Optional capability: the events of a run (``interlock.events``, as JSON) sent by the
+    process that runs it to every process listening (Postgres ``NOTIFY``), so that an
+    API-only server streams what its workers do. Best effort: an event is small (large
+    fields are cut), is not stored, and one sent while a listener is disconnected is lost."""
+
+    async def relay_event(self, thread_id: str, event: dict[str, Any]) -> None:
+        """Send ``event`` of thread ``thread_id`` to the listeners."""
+        ...
+
+    def on_relayed_event(
+        self, callback: Callable[[str, dict[str, Any]], None]
+    ) -> Callable[[], None]:
+        """Call ``callback(thread_id, event)`` (from another thread) for every relayed event;
+        returns a function that stops it."""
+        ...
+
+
+@dataclass(frozen=True)
+class StoreHealth:
+    """What a store says of itself for ``/api/health``: whether writes work now (``reason``:
+    why not), and whether other processes' changes arrive live (``live_updates``: True;
+    False with ``live_reason`` when they are seen only by polling; None before anything
+    listens)."""
+
+    writes: bool
+    reason: str | None = None
+    live_updates: bool | None = None
+    live_reason: str | None = None
+
+
+@runtime_checkable
+class HealthCheck(Protocol):
+    """Optional capability: a store that can tell whether writes work now (Postgres: not a
+    standby, not read-only, reachable)."""
+
+    async def health(self) -> StoreHealth:
+        """Check with one round trip; never raises for an unreachable server."""
+        ...
+
+
 def capabilities(store: object) -> frozenset[str]:
-    """The optional capabilities ``store`` has (``RUN_QUEUE``, ``CHANGE_SIGNALS``)."""
+    """The optional capabilities ``store`` has (``RUN_QUEUE``, ``CHANGE_SIGNALS``,
+    ``SWEEP_INDEX``, ``EVENT_RELAY``)."""
     found = set()
     if isinstance(store, RunQueue):
         found.add(RUN_QUEUE)
     if isinstance(store, ChangeSignals):
         found.add(CHANGE_SIGNALS)
+    if isinstance(store, SweepIndex):
+        found.add(SWEEP_INDEX)
+    if isinstance(store, EventRelay):
+        found.add(EVENT_RELAY)
     return frozenset(found)
 
 

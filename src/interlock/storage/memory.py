@@ -7,8 +7,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from ..authz import read_keys
+from pydantic_core import to_jsonable_python
+
 from ..messages import message_to_json, messages_from_json
 from ..outbox import OutboxEvent, outbox_json
 from .base import (
@@ -20,8 +22,9 @@ from .base import (
     ThreadRecord,
     ThreadSnapshot,
     VersionConflict,
-    audit_json,
+    audit_rows,
     journal_json,
+    metadata_contains,
     refuse_enqueue,
     review_deadline,
     search_key,
@@ -33,8 +36,8 @@ from .base import (
 class _Stored:
     """One thread as a database would hold it: serialised rows, one object per thread."""
 
-    __slots__ = ("child", "journal", "key", "messages", "readers", "row", "search", "status",
-                 "version")
+    __slots__ = ("child", "journal", "key", "messages", "metadata", "readers", "row", "search",
+                 "status", "version")
 
     def __init__(self, row: str, version: int) -> None:
         self.row = row
@@ -46,7 +49,9 @@ class _Stored:
         self.child = False
         """A sub-agent's thread (``ThreadRecord.parent`` set)."""
         self.readers: frozenset[str] = frozenset()
-        """Who may read the thread (``authz.read_keys``)."""
+        """Who may read the thread (``Commit.readers``)."""
+        self.metadata: Any = None
+        """``ThreadRecord.metadata`` as JSON values (``None``: none), for the metadata filter."""
         self.messages: list[str] = []
         self.journal: list[tuple[str, int, str]] = []
         """(tool call id, turn, row), in insertion order; the turn is the index a database
@@ -101,8 +106,11 @@ class MemoryCheckpointer:
         messages = [message_to_json(m) for m in change.messages]
         journal = [(e.tool_call_id, e.turn, journal_json(e)) for e in change.journal]
         outbox = list(change.outbox)
+        audit = audit_rows(change)
         search = search_text(change.thread)
-        readers = frozenset(read_keys(change.thread))
+        readers = frozenset(change.readers)
+        metadata = (to_jsonable_python(change.thread.metadata, fallback=str)
+                    if change.thread.metadata else None)
         with self._lock:
             stored = self._threads.get(tid)
             if expected_version is None:
@@ -118,6 +126,7 @@ class MemoryCheckpointer:
             stored.search = search
             stored.child = change.thread.parent is not None
             stored.readers = readers
+            stored.metadata = metadata
             stored.messages.extend(messages)
             rows = stored.journal
             for item in journal:
@@ -127,7 +136,7 @@ class MemoryCheckpointer:
                     rows.append(item)
                 else:
                     rows[at] = item
-            self._audit.extend(audit_json(rec) for rec in change.audit)
+            self._audit.extend(audit)
             self._change += 1
             self._feed[tid] = self._change
             self._feed.move_to_end(tid)
@@ -142,10 +151,14 @@ class MemoryCheckpointer:
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
         readers: Sequence[str] | None = None, top_level: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> list[ThreadRecord]:
         rows = self._matching(status, search, top_level)
         if readers is not None:
             rows = [r for r in rows if not r.readers.isdisjoint(readers)]
+        if metadata:
+            want = to_jsonable_python(metadata, fallback=str)
+            rows = [r for r in rows if metadata_contains(r.metadata or {}, want)]
         if before is not None and before_id is not None:
             rows = [r for r in rows if r.key < (before, before_id)]
         elif before is not None:

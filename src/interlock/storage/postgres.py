@@ -29,7 +29,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._offload import offload
-from ..authz import read_keys
 from ..errors import ConfigurationError, MissingDependency, StorageError
 from ..messages import message_to_json, messages_from_json
 from ..outbox import OutboxEvent, outbox_json
@@ -40,16 +39,30 @@ from .base import (
     Commit,
     JournalEntry,
     QueuedRun,
+    ReadKeys,
     SignalTopic,
+    StoreHealth,
     ThreadRecord,
     ThreadSnapshot,
     VersionConflict,
-    audit_json,
+    audit_rows,
     journal_json,
+    metadata_index,
+    needs_sweep,
+    readers_of,
     review_deadline,
     search_key,
     search_text,
+    stored_audit,
     thread_json,
+)
+from .postgres_conn import (
+    STANDBY_HINT,
+    cause,
+    read_only_reason,
+    redact,
+    split_dsn,
+    url_connect_timeout,
 )
 
 if TYPE_CHECKING:
@@ -113,12 +126,42 @@ def _copy_parents(conn: Connection[Any], sql: _Statements) -> None:
                                     "WHERE thread_id = %s"), parents)
 
 
-def _backfill_readers(conn: Connection[Any], sql: _Statements) -> None:
-    """For rows written before migration 6: who may read each thread."""
+def _backfill_sweep(conn: Connection[Any], sql: _Statements) -> None:
+    """For rows written before migration 9: mark those the recovery sweep must look at
+    (``needs_sweep``; the last message of a failed thread tells whether the model saw its
+    tool results, which rows of that time did not record; parsed here, as for the turn)."""
+    marked = [tid for (tid,) in conn.execute(sql.fmt(
+        "SELECT thread_id FROM {s}.interlock_threads WHERE status = 'running' "
+        "OR (status = 'failed' AND turn IS NOT NULL)")).fetchall()]
+    rows = conn.execute(sql.fmt(
+        "SELECT t.thread_id, (SELECT m.data FROM {s}.interlock_messages m "
+        "WHERE m.thread_id = t.thread_id ORDER BY m.seq DESC LIMIT 1) "
+        "FROM {s}.interlock_threads t WHERE t.status = 'failed' AND t.turn IS NULL")).fetchall()
+    marked += [tid for tid, last in rows
+               if last is not None and json.loads(last).get("role") == "tool"]
+    if marked:
+        conn.execute(sql.fmt("UPDATE {s}.interlock_threads SET sweep = true "
+                             "WHERE thread_id = ANY(%s)"), [marked])
+
+
+def _copy_metadata(conn: Connection[Any], sql: _Statements) -> None:
+    """Fill the ``metadata`` column from the stored rows (parsed here, as for the turn)."""
+    rows = conn.execute(sql.fmt("SELECT thread_id, data FROM {s}.interlock_threads "
+                                "WHERE strpos(data, '\"metadata\":') > 0")).fetchall()
+    found = [(meta, tid) for tid, data in rows
+             if (meta := metadata_index(json.loads(data).get("metadata"))) is not None]
+    if found:
+        with conn.cursor() as cur:
+            cur.executemany(sql.fmt("UPDATE {s}.interlock_threads SET metadata = %s::jsonb "
+                                    "WHERE thread_id = %s"), found)
+
+
+def _backfill_readers(conn: Connection[Any], sql: _Statements, read_keys: ReadKeys | None,
+                      store: object) -> None:
+    """For rows written before migration 7: who may read each thread (``readers_of``)."""
     rows = conn.execute(sql.fmt(
         "SELECT thread_id, status, updated_at, data FROM {s}.interlock_threads")).fetchall()
-    readers = [(k, tid, status, updated) for tid, status, updated, data in rows
-               for k in read_keys(ThreadRecord.model_validate_json(data))]
+    readers = readers_of(rows, read_keys, store)
     if readers:
         with conn.cursor() as cur:
             cur.executemany(sql.fmt("INSERT INTO {s}.interlock_readers "
@@ -133,6 +176,10 @@ def _trigram_index(conn: Connection[Any], sql: _Statements) -> None:
     be, the tables are made without the index and searches read the rows instead."""
     import psycopg
 
+    # the extension is one per database: installations in other schemas of the same
+    # database migrating at the same time would race to create it (one of them failing on
+    # the unique name), so its creation is serialised over the whole database
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext('interlock-migrate:pg_trgm'))")
     try:
         with conn.transaction():  # a savepoint: a refusal leaves the migration going
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public")
@@ -244,7 +291,9 @@ MIGRATIONS: list[list[Migration]] = [
         )""",
         "CREATE INDEX interlock_queue_order ON {s}.interlock_queue (queued_at, thread_id)",
     ],
-    [  # 7: a trigram index of the search text, and who may read each thread (authz.read_keys)
+    # 7: a trigram index of the search text, and who may read each thread (``Commit.readers``;
+    # the rows already stored get theirs from ``_backfill_readers``, run after these)
+    [
         """CREATE TABLE {s}.interlock_readers (
             key        TEXT NOT NULL,
             thread_id  TEXT NOT NULL,
@@ -256,7 +305,6 @@ MIGRATIONS: list[list[Migration]] = [
         "(key, status, updated_at DESC, thread_id DESC)",
         "CREATE INDEX interlock_readers_all ON {s}.interlock_readers "
         "(key, updated_at DESC, thread_id DESC)",
-        _backfill_readers,
         _trigram_index,
     ],
     # 8: the parent of a sub-agent's thread (``ThreadRecord.parent``) next to the row, carried
@@ -268,6 +316,24 @@ MIGRATIONS: list[list[Migration]] = [
         "CREATE INDEX interlock_threads_listing ON {s}.interlock_threads "
         "(status, updated_at DESC, thread_id DESC) INCLUDE (search, parent_id)",
         "DROP INDEX IF EXISTS {s}.interlock_threads_search",
+    ],
+    # 9: the recovery sweep's mark (``needs_sweep``: running, or failed with work left) in a
+    # partial index of the marked rows alone, so that a sweep reads what it may have to do,
+    # not every failed thread ever stored
+    [
+        "ALTER TABLE {s}.interlock_threads ADD COLUMN sweep BOOLEAN NOT NULL DEFAULT false",
+        _backfill_sweep,
+        "CREATE INDEX interlock_threads_sweep ON {s}.interlock_threads (thread_id) "
+        "WHERE sweep",
+    ],
+    # 10: the thread's metadata (``ThreadRecord.metadata``, LangGraph's thread metadata) as
+    # ``jsonb`` next to the row (NULL when it has none), in a GIN index that answers the
+    # containment filter (``metadata @> ...``) of a thread search
+    [
+        "ALTER TABLE {s}.interlock_threads ADD COLUMN metadata JSONB",
+        _copy_metadata,
+        "CREATE INDEX interlock_threads_metadata ON {s}.interlock_threads "
+        "USING gin (metadata jsonb_path_ops)",
     ],
 ]
 
@@ -308,29 +374,36 @@ QUEUE_LIST = ("SELECT " + QUEUE_COLUMNS + " FROM {s}.interlock_queue "
 SCHEMA_VERSION = len(MIGRATIONS)
 """Version of the stored format. Readers refuse a database whose version is newer."""
 
+READERS_MIGRATION = 7
+"""The migration that makes the readers index; the rows stored before it are indexed then."""
 
-def _redacted(dsn: str) -> str:
-    """``user@host:port/dbname`` of a DSN, without the password (for messages and repr)."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict
 
-        info = conninfo_to_dict(dsn)
-    except Exception:
-        return "<unparsable DSN>"
-    user = f"{info['user']}@" if info.get("user") else ""
-    port = f":{info['port']}" if info.get("port") else ""
-    return f"{user}{info.get('host') or 'localhost'}{port}/{info.get('dbname') or ''}"
+def _nothing(read: bool) -> str:
+    """What a failed statement left stored, for its error message."""
+    return ("This was a read: nothing was changed." if read
+            else "Nothing of this change was stored.")
 
 
 class PostgresCheckpointer:
     """Durable threads in PostgreSQL, for production and for several processes.
 
-    ``dsn``: a libpq connection string or URL (``postgresql://user:pw@host:5432/db``).
-    ``schema``: where the ``interlock_*`` tables live; created if missing (the role needs
-    ``CREATE`` on the database for that, or create the schema beforehand).
-    ``min_size`` / ``max_size``: connections kept open / at most (one per concurrent storage
-    operation of this process). ``timeout``: seconds to wait for a free connection.
+    ``dsn``: a libpq connection string or URL (``postgresql://user:pw@host:5432/db``); every
+    libpq parameter of it is used (``sslmode``, ``target_session_attrs``, several hosts, ...).
+    A URL may also carry interlock's own ``schema``, ``prepare_threshold``, ``max_size``,
+    ``pool_timeout`` and ``migrate`` (used where the arguments below are left at their
+    defaults).
+    ``schema``: where the ``interlock_*`` tables live (default ``public``); created if missing
+    (the role needs ``CREATE`` on the database for that, or create the schema beforehand).
+    ``min_size`` / ``max_size``: connections kept open / at most (default 10; one per
+    concurrent storage operation of this process; the listener takes one more).
+    ``timeout``: seconds to wait for a free connection (default 30).
     ``connect_timeout``: seconds to wait for the server when opening a connection.
+    ``prepare_threshold``: psycopg's; ``None`` turns prepared statements off, which PgBouncer
+    in transaction mode needs. ``listen_dsn``: where the ``LISTEN`` connection goes (default
+    ``dsn``): a direct URL to the server when ``dsn`` is a pooler in transaction mode.
+    ``migrate``: create and migrate the tables at first use (the default); with ``False`` a
+    database behind this version is an error that asks for ``interlock migrate``.
+    A server that takes no writes (a standby, a read-only database) is refused at first use.
 
     Every thread change is one transaction guarded by the thread's version (compare-and-set),
     so any number of processes on any number of machines may share the database.
@@ -339,6 +412,10 @@ class PostgresCheckpointer:
     other processes' watchers and workers wake at once instead of at their next poll
     (:class:`~interlock.storage.base.ChangeSignals`). The run queue of ``interlock worker``
     (:class:`~interlock.storage.base.RunQueue`) lives in ``interlock_queue``.
+
+    ``read_keys``: who may read a thread (``interlock.authz.read_keys``), needed only to open
+    a database that holds threads written before interlock indexed their readers (schema
+    version 6 or older); every change brings its readers on the :class:`Commit`.
     """
 
     durable = True
@@ -347,18 +424,32 @@ class PostgresCheckpointer:
         self,
         dsn: str,
         *,
-        schema: str = "public",
+        schema: str | None = None,
         min_size: int = 1,
-        max_size: int = 10,
-        timeout: float = 30.0,
-        connect_timeout: float = 10.0,
+        max_size: int | None = None,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
         notify: bool = True,
+        prepare_threshold: int | None = 5,
+        listen_dsn: str | None = None,
+        migrate: bool = True,
+        read_keys: ReadKeys | None = None,
     ) -> None:
         try:
             import psycopg  # noqa: F401
             import psycopg_pool  # noqa: F401
         except ImportError as exc:
             raise MissingDependency("PostgresCheckpointer", "postgres", "psycopg") from exc
+        parts = split_dsn(dsn)
+        schema = schema if schema is not None else (parts.schema or "public")
+        max_size = max_size if max_size is not None else (parts.max_size or 10)
+        timeout = timeout if timeout is not None else (parts.pool_timeout or 30.0)
+        if parts.prepare_given:
+            prepare_threshold = parts.prepare_threshold
+        if parts.migrate is not None:
+            migrate = parts.migrate
+        if connect_timeout is None:  # the URL's connect_timeout, else 10 s
+            connect_timeout = url_connect_timeout(parts.libpq) or 10.0
         if not schema or len(schema) > 63:
             raise ConfigurationError(
                 f"Postgres schema name {schema!r} must be 1 to 63 characters."
@@ -368,13 +459,16 @@ class PostgresCheckpointer:
                 f"PostgresCheckpointer(min_size={min_size}, max_size={max_size}): need "
                 f"0 <= min_size <= max_size and max_size >= 1."
             )
-        self.dsn = dsn
+        self.dsn = parts.libpq
+        self.listen_dsn = split_dsn(listen_dsn).libpq if listen_dsn else self.dsn
+        self.prepare_threshold = prepare_threshold
+        self.migrate_at_start = migrate
         self.schema = schema
         self.min_size = min_size
         self.max_size = max_size
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self._where = _redacted(dsn)
+        self._where = redact(dsn)
         self._executor = ThreadPoolExecutor(max_workers=max_size,
                                             thread_name_prefix="interlock-postgres")
         self._pool: ConnectionPool[Any] | None = None
@@ -384,8 +478,12 @@ class PostgresCheckpointer:
         self._last_used: weakref.WeakKeyDictionary[Connection[Any], float] = (
             weakref.WeakKeyDictionary())
         self.notify = notify
+        self.read_keys = read_keys
+        """Who may read a thread (:data:`~interlock.storage.base.ReadKeys`): needed once, to
+        index the threads of a database written before the readers index existed."""
         self._channels: dict[SignalTopic, str] = {
             "changes": channel_name(schema, "changes"), "queue": channel_name(schema, "queue")}
+        self._events_channel = channel_name(schema, "events")
         self._listener: _Listener | None = None
 
     def __repr__(self) -> str:
@@ -407,7 +505,7 @@ class PostgresCheckpointer:
             pool: ConnectionPool[Any] = ConnectionPool(
                 self.dsn, min_size=self.min_size, max_size=self.max_size, open=False,
                 timeout=self.timeout, name=f"interlock-{self.schema}",
-                kwargs={"autocommit": True, "connect_timeout": self._connect_seconds()},
+                kwargs=self._connect_kwargs(),
                 check=self._check,
             )
             from psycopg_pool import PoolTimeout
@@ -440,43 +538,105 @@ class PostgresCheckpointer:
     def _connect_seconds(self) -> int:
         return max(1, round(self.connect_timeout))
 
+    def _connect_kwargs(self) -> dict[str, Any]:
+        return {"autocommit": True, "connect_timeout": self._connect_seconds(),
+                "prepare_threshold": self.prepare_threshold}
+
     def _unreachable(self) -> str | None:
         """Why a fresh connection to the server fails (None: it succeeds)."""
         import psycopg
 
         try:
-            psycopg.connect(self.dsn, autocommit=True,
-                            connect_timeout=self._connect_seconds()).close()
+            psycopg.connect(self.dsn, **self._connect_kwargs()).close()
         except psycopg.OperationalError as exc:
             text = str(exc).strip()
             return text.splitlines()[0] if text else type(exc).__name__
         return None
 
     def _prepare(self) -> None:
+        """The first connection: the server takes writes, and the tables are ready."""
         import psycopg
 
         try:
-            conn = psycopg.connect(self.dsn, autocommit=True,
-                                   connect_timeout=self._connect_seconds())
+            conn = psycopg.connect(self.dsn, **self._connect_kwargs())
         except psycopg.OperationalError as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            why = cause(exc)
             raise StorageError(
-                f"Cannot connect to Postgres at {self._where}: {reason}. Check that the server "
-                f"runs and that the DSN (host, port, user, password, database) is right."
+                f"Cannot connect to Postgres at {self._where}: {reason}. "
+                + (f"Cause: {why}." if why else "Check that the server runs and that the DSN "
+                   "(host, port, user, password, database, sslmode) is right.")
             ) from exc
+        # a pooler whose pool is full accepts the connection and queues its statements
+        # (PgBouncer until query_wait_timeout, 120 s): say so instead of waiting in silence
+        waiting = threading.Timer(self.connect_timeout, log.warning, [
+            "Postgres at %s accepted the connection but has not answered for %g s; still "
+            "waiting. A pooler (PgBouncer) with a full pool queues clients until its "
+            "query_wait_timeout: keep processes x (max_size + 2) within its pool "
+            "(docs/deploying.md); another process's migration also makes this one wait.",
+            self._where, self.connect_timeout])
+        waiting.daemon = True
+        waiting.start()
         try:
             with conn:
+                read_only = read_only_reason(conn)
+                if read_only is not None:
+                    raise StorageError(
+                        f"Postgres at {self._where} cannot store threads: {read_only}. "
+                        f"{STANDBY_HINT}."
+                    )
                 self._migrate(conn)
         except psycopg.Error as exc:
+            why = cause(exc) or (
+                "the role needs CREATE on the database to create a missing schema (or create "
+                "the schema beforehand) and CREATE on the schema for the tables; or run "
+                "`interlock migrate` as the schema's owner")
             raise StorageError(
                 f"Cannot prepare the interlock tables in schema {self.schema!r} at "
-                f"{self._where}: {exc}. The role needs CREATE on the database to create a "
-                f"missing schema (or create the schema beforehand) and CREATE on the schema "
-                f"for the tables."
+                f"{self._where}: {str(exc).strip()}. Cause: {why}."
+            ) from exc
+        finally:
+            waiting.cancel()
+
+    def migrate(self) -> tuple[int, int]:
+        """Create the schema and tables if missing and apply pending migrations (what
+        ``interlock migrate`` runs, as the role that owns the schema). Returns the schema
+        version before and after. Safe to run while other processes use the database."""
+        import psycopg
+
+        try:
+            with psycopg.connect(self.dsn, **self._connect_kwargs()) as conn:
+                before = self._stored_version(conn)
+                self._migrate(conn, force=True)
+                return before, self._stored_version(conn)
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"Migrating the interlock tables in schema {self.schema!r} at {self._where} "
+                f"failed: {str(exc).strip()}. Cause: "
+                f"{cause(exc) or 'see the server message'}. Nothing was changed."
             ) from exc
 
+    async def health(self) -> StoreHealth:
+        """Whether writes work now (a round trip on a pooled connection: a standby, a
+        read-only server or an unreachable one says no, with the reason) and whether other
+        processes' changes arrive live (``LISTEN``) or by polling."""
+        def check() -> StoreHealth:
+            try:
+                with self._conn("checking health") as conn:
+                    reason = read_only_reason(conn)
+            except StorageError as exc:
+                reason = str(exc)
+            listener = self._listener
+            live = None if listener is None else listener.degraded is None
+            return StoreHealth(writes=reason is None, reason=reason, live_updates=live,
+                               live_reason=None if listener is None else listener.degraded)
+
+        return await self._run(check)
+
     @contextlib.contextmanager
-    def _conn(self, what: str) -> Iterator[Connection[Any]]:
+    def _conn(self, what: str, *, read: bool = False) -> Iterator[Connection[Any]]:
+        """A pooled connection; its failures become a ``StorageError`` saying what was going
+        on (``what``) and what of it is stored: nothing for a ``read``."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -492,17 +652,16 @@ class PostgresCheckpointer:
             if unreachable is not None:
                 raise StorageError(
                     f"Postgres at {self._where} is unreachable while {what}: {unreachable}. "
-                    f"Nothing of this change was stored. Check that the server runs and the "
-                    f"network; the thread is recovered from its last stored step on its next "
-                    f"call."
+                    f"{_nothing(read)} Check that the server runs and the network; the thread "
+                    f"is recovered from its last stored step on its next call."
                 ) from None
             stats = pool.get_stats()
             if stats.get("pool_size", 0) - stats.get("pool_available", 0) < self.max_size:
                 raise StorageError(
                     f"Postgres at {self._where} answers again, but this process's connections "
                     f"to it broke and were not replaced within {self.timeout:g}s while "
-                    f"{what}. Nothing of this change was stored; try again (the pool "
-                    f"reconnects in the background)."
+                    f"{what}. {_nothing(read)} Try again (the pool reconnects in the "
+                    f"background)."
                 ) from None
             raise StorageError(
                 f"No free Postgres connection within {self.timeout:g}s while {what} "
@@ -515,19 +674,25 @@ class PostgresCheckpointer:
             if unreachable is not None:  # the server went away (stopped, restarting, network)
                 raise StorageError(
                     f"Postgres at {self._where} is unreachable while {what}: {unreachable}. "
-                    f"Check that the server runs and the network; a write that broke during "
-                    f"COMMIT may or may not be stored (the thread's next call recovers it "
-                    f"either way)."
+                    f"Check that the server runs and the network; "
+                    + (f"{_nothing(read)} Try again." if read else
+                       "a write that broke during COMMIT may or may not be stored (the "
+                       "thread's next call recovers it either way).")
                 ) from exc
+            why = cause(exc)
             raise StorageError(
-                f"Postgres at {self._where} failed while {what}: {exc}. Check the server and "
-                f"the network; a write that broke during COMMIT may or may not be stored "
-                f"(reload the thread: recovery handles either case)."
+                f"Postgres at {self._where} failed while {what}: {exc}. "
+                + (f"Cause: {why}. " if why else "Check the server and the network; ")
+                + (f"{_nothing(read)} Try again." if read else
+                   "A write that broke during COMMIT may or may not be stored (reload the "
+                   "thread: recovery handles either case).")
             ) from exc
         except psycopg.Error as exc:  # refused by the server: nothing of it was stored
+            why = cause(exc)
             raise StorageError(
                 f"Postgres at {self._where} refused the statement while {what} "
-                f"({type(exc).__name__}: {exc}). Nothing of this change was stored."
+                f"({type(exc).__name__}: {exc}). {_nothing(read)}"
+                + (f" Cause: {why}." if why else "")
             ) from exc
 
     def _read(self, what: str, fn: Callable[[Connection[Any]], T]) -> T:
@@ -540,21 +705,33 @@ class PostgresCheckpointer:
 
         used: Connection[Any] | None = None
         try:
-            with self._conn(what) as used:
+            with self._conn(what, read=True) as used:
                 return fn(used)
         except StorageError as exc:
             lost = used is not None and used.broken
             if not (lost and isinstance(exc.__cause__, psycopg.OperationalError)):
                 raise
-        with self._conn(what) as conn:
+        with self._conn(what, read=True) as conn:
             return fn(conn)
 
-    def _migrate(self, conn: Connection[Any]) -> None:
+    def _migrate(self, conn: Connection[Any], *, force: bool = False) -> None:
         """Create the schema and tables if missing and apply pending migrations."""
         q = self._sql
-        if self._stored_version(conn) == SCHEMA_VERSION:
+        stored = self._stored_version(conn)
+        if stored == SCHEMA_VERSION:
             return
+        if not (self.migrate_at_start or force):
+            raise StorageError(
+                f"The interlock tables in schema {self.schema!r} at {self._where} are at "
+                f"version {stored}, this interlock needs {SCHEMA_VERSION}: run `interlock "
+                f"migrate --db URL` as the role that owns the schema, then start again."
+            )
         with conn.transaction():
+            # a migration (and the wait for another process's) is exempt from the session's
+            # statement and lock timeouts: a backfill may take longer, and stopping half-way
+            # would only make the next process start over
+            conn.execute("SET LOCAL statement_timeout = 0")
+            conn.execute("SET LOCAL lock_timeout = 0")
             # one process migrates; the others wait here and then find the work done
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
                          [f"interlock-migrate:{self.schema}"])
@@ -570,6 +747,8 @@ class PostgresCheckpointer:
                         conn.execute(q.fmt(stmt))
                     else:
                         stmt(conn, q)
+                if version == READERS_MIGRATION:
+                    _backfill_readers(conn, q, self.read_keys, self)
                 conn.execute(q.set_version, [str(version)])
 
     def _stored_version(self, conn: Connection[Any]) -> int:
@@ -633,7 +812,8 @@ class PostgresCheckpointer:
         params = {
             "id": t.thread_id, "status": t.status, "version": t.version, "turn": t.turn,
             "updated_at": t.updated_at, "data": thread_json(t), "expected": expected_version,
-            "deadline": review_deadline(t), "search": search_text(t),
+            "deadline": review_deadline(t), "search": search_text(t), "sweep": needs_sweep(t),
+            "meta": metadata_index(t.metadata) if t.metadata else None,
             "parent": t.parent.thread_id if t.parent is not None else None,
             "m_seq": [first_seq + i for i in range(len(change.messages))],
             "m_data": [message_to_json(m) for m in change.messages],
@@ -643,7 +823,7 @@ class PostgresCheckpointer:
             "j_state": [e.state.value for e in change.journal],
             "j_data": [journal_json(e) for e in change.journal],
             "a_seq": [a.seq for a in change.audit],
-            "a_data": [audit_json(a) for a in change.audit],
+            "a_data": audit_rows(change),
             "o_id": [ev.id for ev in change.outbox],
             "o_status": [ev.status for ev in change.outbox],
             "o_next": [ev.next_at.isoformat() for ev in change.outbox],
@@ -651,7 +831,7 @@ class PostgresCheckpointer:
             "o_data": [outbox_json(ev) for ev in change.outbox],
             "lock": f"interlock-audit:{self.schema}",
             "ch_changes": self._channels["changes"], "ch_queue": self._channels["queue"],
-            "r_keys": read_keys(t),
+            "r_keys": list(change.readers),
         }
         stmt = q.commit(expected_version is None, change.enqueue, self.notify)
 
@@ -668,10 +848,11 @@ class PostgresCheckpointer:
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
         readers: Sequence[str] | None = None, top_level: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> list[ThreadRecord]:
         query, params = self._sql.select(
             "t.data", status=status, search=search, readers=readers, before=before,
-            before_id=before_id, limit=limit, top_level=top_level)
+            before_id=before_id, limit=limit, top_level=top_level, metadata=metadata)
 
         def read() -> list[ThreadRecord]:
             rows = self._read("listing threads", lambda c: c.execute(query, params).fetchall())
@@ -721,6 +902,15 @@ class PostgresCheckpointer:
 
         return await self._run(read)
 
+    async def sweep_candidates(self, *, limit: int = 200,
+                               after: str | None = None) -> list[ThreadRecord]:
+        def read() -> list[ThreadRecord]:
+            rows = self._read("finding the threads to sweep", lambda c: c.execute(
+                self._sql.sweep_page, [after or "", limit]).fetchall())
+            return [ThreadRecord.model_validate_json(r[0]) for r in rows]
+
+        return await self._run(read)
+
     async def journal(self, thread_id: str) -> list[JournalEntry]:
         if "\x00" in thread_id:
             return []
@@ -746,8 +936,7 @@ class PostgresCheckpointer:
 
         def read() -> list[AuditRecord]:
             rows = self._read("reading the audit log", fetch)
-            return [AuditRecord.model_validate_json(d).model_copy(update={"id": i})
-                    for i, d in rows]
+            return [stored_audit(*row) for row in rows]
 
         return await self._run(read)
 
@@ -872,14 +1061,42 @@ class PostgresCheckpointer:
         """Call ``callback`` (from the listening thread) at every ``NOTIFY`` of ``topic`` sent
         by a commit of any process; one connection per checkpointer listens for all of them,
         opened at the first call. Returns a function that stops the callback."""
+        return self._listening().add(topic, callback)
+
+    def on_relayed_event(
+        self, callback: Callable[[str, dict[str, Any]], None]
+    ) -> Callable[[], None]:
+        """Call ``callback(thread_id, event)`` (from the listening thread) for every event a
+        run in any process relays (:meth:`relay_event`), on the same listening connection as
+        the signals."""
+        return self._listening().add_events(callback)
+
+    async def relay_event(self, thread_id: str, event: dict[str, Any]) -> None:
+        """``NOTIFY`` the event to every listener of this schema (one round trip, outside any
+        transaction of the run). A payload over Postgres's limit has its large fields cut."""
+        payload = relay_payload(thread_id, event)
+        if payload is None:
+            return
+
+        def send() -> None:
+            with self._conn(f"relaying an event of thread {thread_id!r}", read=True) as conn:
+                conn.execute("SELECT pg_notify(%s, %s)", [self._events_channel, payload])
+
+        await self._run(send)
+
+    def _listening(self) -> _Listener:
         with self._open_lock:
             if self._closed:
                 raise StorageError(f"{self!r} is closed; create a new checkpointer.")
             if self._listener is None:
-                self._listener = _Listener(self.dsn, self._channels, self._connect_seconds(),
-                                           self._where)
+                self._listener = _Listener(
+                    self.listen_dsn, self.dsn, self._channels,
+                    {**self._connect_kwargs(), "prepare_threshold": None},
+                    redact(self.listen_dsn), events=self._events_channel)
             listener = self._listener
-        return listener.add(topic, callback)
+        if listener.degraded is not None:
+            raise StorageError(f"Live updates from Postgres cannot work: {listener.degraded}.")
+        return listener
 
     def stored_bytes(self) -> int:
         """Bytes on disk of the interlock tables of this schema, indexes and TOAST included
@@ -921,25 +1138,39 @@ def channel_name(schema: str, topic: str) -> str:
 class _Listener:
     """One connection in ``LISTEN`` mode, read by a daemon thread that calls the callbacks of
     each channel. It reconnects after a failure (with a growing pause) and then calls every
-    callback once, since signals sent meanwhile are lost."""
+    callback once, since signals sent meanwhile are lost.
+
+    At its first connection it checks that signals arrive: it sends a ``NOTIFY`` to itself
+    through the main DSN (the path every commit's signal takes) and waits for it. When none
+    arrives (a pooler in transaction mode keeps no ``LISTEN``), ``degraded`` says why and the
+    listener stops: the callers poll instead."""
 
     WAIT = 0.5
     """Seconds between checks for ``stop()`` while no signal arrives."""
 
-    def __init__(self, dsn: str, channels: dict[SignalTopic, str], connect_timeout: int,
-                 where: str) -> None:
+    PROBE_WAIT = 5.0
+    """Seconds the start-up self-test waits for its own ``NOTIFY``."""
+
+    def __init__(self, dsn: str, notify_dsn: str, channels: dict[SignalTopic, str],
+                 connect_kwargs: dict[str, Any], where: str, *, events: str) -> None:
+        self._events = events
+        self._event_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
         self._dsn = dsn
+        self._notify_dsn = notify_dsn
         self._topics = {name: topic for topic, name in channels.items()}
-        self._connect_timeout = connect_timeout
+        self._connect_kwargs = connect_kwargs
         self._where = where
         self._callbacks: dict[SignalTopic, list[Callable[[], None]]] = {t: [] for t in channels}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ready = threading.Event()
+        self.degraded: str | None = None
+        """Why live signals cannot work here (None: they do, or nothing is known yet)."""
         self._thread = threading.Thread(target=self._main, daemon=True,
                                         name="interlock-postgres-listen")
         self._thread.start()
-        self._ready.wait(connect_timeout + 1)  # listening before the first signal is expected
+        # listening (and checked) before the first signal is expected
+        self._ready.wait(connect_kwargs["connect_timeout"] * 2 + self.PROBE_WAIT + 1)
 
     def add(self, topic: SignalTopic, callback: Callable[[], None]) -> Callable[[], None]:
         with self._lock:
@@ -950,6 +1181,31 @@ class _Listener:
                 self._callbacks[topic].remove(callback)
 
         return remove
+
+    def add_events(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
+        with self._lock:
+            self._event_callbacks.append(callback)
+
+        def remove() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._event_callbacks.remove(callback)
+
+        return remove
+
+    def _relayed(self, payload: str) -> None:
+        try:
+            data = json.loads(payload)
+            thread_id, event = str(data["thread_id"]), dict(data["event"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("a relayed event could not be read: %.200r", payload)
+            return
+        with self._lock:
+            todo = list(self._event_callbacks)
+        for cb in todo:
+            try:
+                cb(thread_id, event)
+            except Exception:
+                log.exception("a relayed-event callback failed")
 
     def stop(self) -> None:
         self._stop.set()
@@ -964,6 +1220,31 @@ class _Listener:
             except Exception:
                 log.exception("a Postgres signal callback failed")
 
+    def _probe(self, conn: Connection[Any]) -> bool:
+        """Send a ``NOTIFY`` to a channel of this connection's own through the main DSN and
+        wait for it. The channel's name is new, so nothing else is ever sent to it: behind a
+        pooler in transaction mode, the pooled connection this ``LISTEN`` lands on gets no
+        other signal."""
+        import uuid
+
+        import psycopg
+        from psycopg import sql
+
+        channel = f"interlock_probe_{uuid.uuid4().hex[:16]}"
+        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        with psycopg.connect(self._notify_dsn, **self._connect_kwargs) as sender:
+            sender.execute("SELECT pg_notify(%s, '')", [channel])
+        deadline = time.monotonic() + self.PROBE_WAIT
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                for n in conn.notifies(timeout=min(left, self.WAIT)):
+                    if n.channel == channel:
+                        return True
+            return False
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
+
     def _main(self) -> None:
         import psycopg
         from psycopg import sql
@@ -972,9 +1253,30 @@ class _Listener:
         first = True
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._dsn, autocommit=True,
-                                     connect_timeout=self._connect_timeout) as conn:
-                    for name in self._topics:
+                with psycopg.connect(self._dsn, **self._connect_kwargs) as conn:
+                    # a listening connection is idle between signals: a server-wide
+                    # idle_session_timeout would end it every few seconds
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("SET idle_session_timeout = 0")
+                    # the self-test comes before any LISTEN of the schema's channels: behind a
+                    # pooler in transaction mode each statement may run on another server
+                    # connection, and a LISTEN left on a pooled connection would have every
+                    # commit's signal sent to whichever client holds it next (PgBouncer logs a
+                    # warning for each one that arrives between clients)
+                    if first and not self._probe(conn):
+                        self.degraded = (
+                            f"a NOTIFY sent to itself did not reach the LISTEN connection to "
+                            f"{self._where} within {self.PROBE_WAIT:g} s, so other processes' "
+                            f"changes cannot arrive live. The usual cause is a pooler in "
+                            f"transaction mode (PgBouncer pool_mode=transaction), which keeps "
+                            f"no LISTEN between transactions: give a direct URL to the server "
+                            f"for listening (listen_dsn= / INTERLOCK_LISTEN_DB), or use "
+                            f"session mode")
+                        log.warning("live updates from Postgres cannot work: %s. Changes "
+                                    "are picked up by polling instead.", self.degraded)
+                        self._ready.set()
+                        return
+                    for name in [*self._topics, self._events]:
                         conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
                     self._ready.set()
                     if not first:  # signals sent while disconnected are lost: wake everyone
@@ -985,6 +1287,8 @@ class _Listener:
                             topic = self._topics.get(n.channel)
                             if topic is not None:
                                 self._fire([topic])
+                            elif n.channel == self._events:
+                                self._relayed(n.payload)
             except Exception as exc:
                 if self._stop.is_set():
                     return
@@ -994,6 +1298,28 @@ class _Listener:
                 self._ready.set()
                 self._stop.wait(pause)
                 pause = min(pause * 2, 5.0)
+
+
+RELAY_BYTES = 7900
+"""The largest relayed payload (Postgres refuses a ``NOTIFY`` payload of 8000 bytes)."""
+
+
+def relay_payload(thread_id: str, event: dict[str, Any]) -> str | None:
+    """The ``NOTIFY`` payload of a relayed event: JSON ``{"thread_id", "event"}``. When it is
+    too long, the event's texts and arguments are cut to what fits (``"cut": true``); None
+    when even its skeleton does not fit."""
+    whole = json.dumps({"thread_id": thread_id, "event": event}, default=str)
+    if len(whole.encode()) <= RELAY_BYTES:
+        return whole
+    skeleton: dict[str, Any] = {k: v for k, v in event.items()
+                                if isinstance(v, str | int | float | bool) and len(str(v)) <= 200}
+    for key in ("call", "result"):  # a tool's name and call id, without arguments or content
+        part = event.get(key)
+        if isinstance(part, dict):
+            skeleton[key] = {k: part[k] for k in ("id", "name", "tool_call_id", "status")
+                             if isinstance(part.get(k), str) and len(part[k]) <= 200}
+    cut = json.dumps({"thread_id": thread_id, "event": {**skeleton, "cut": True}}, default=str)
+    return cut if len(cut.encode()) <= RELAY_BYTES else None
 
 
 def _readable(conn: Connection[Any]) -> bool:
@@ -1077,22 +1403,24 @@ class _Statements:
         )
         self._commit_heads = {
             True: "WITH th AS (INSERT INTO {s}.interlock_threads "
-            "(thread_id, status, version, updated_at, turn, data, deadline, search, parent_id) "
-            "VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, %(turn)s, %(data)s, "
-            "%(deadline)s, %(search)s, %(parent)s) "
+            "(thread_id, status, version, updated_at, turn, data, deadline, search, parent_id, "
+            "sweep, metadata) VALUES (%(id)s, %(status)s, %(version)s, %(updated_at)s, "
+            "%(turn)s, %(data)s, %(deadline)s, %(search)s, %(parent)s, %(sweep)s, "
+            "%(meta)s::jsonb) "
             "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id), ",
             False: "WITH th AS (UPDATE {s}.interlock_threads "
             "SET status = %(status)s, version = %(version)s, updated_at = %(updated_at)s, "
             "turn = %(turn)s, data = %(data)s, deadline = %(deadline)s, search = %(search)s, "
-            "parent_id = %(parent)s, change_xid = pg_current_xact_id() "
+            "parent_id = %(parent)s, sweep = %(sweep)s, metadata = %(meta)s::jsonb, "
+            "change_xid = pg_current_xact_id() "
             "WHERE thread_id = %(id)s AND version = %(expected)s "
             "RETURNING thread_id), ",
         }
         self._commit_rest = rest
         self._commits: dict[tuple[bool, bool, bool], Composed] = {}
-        self.audit_all = f("SELECT id, data FROM {s}.interlock_audit WHERE id > %s "
-                           "ORDER BY id LIMIT %s")
-        self.audit_thread = f("SELECT id, data FROM {s}.interlock_audit "
+        self.audit_all = f("SELECT id, thread_id, seq, data FROM {s}.interlock_audit "
+                           "WHERE id > %s ORDER BY id LIMIT %s")
+        self.audit_thread = f("SELECT id, thread_id, seq, data FROM {s}.interlock_audit "
                               "WHERE thread_id = %s AND id > %s ORDER BY id LIMIT %s")
         self.snapshot_xmin = f("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
         self.changes = f(
@@ -1103,6 +1431,8 @@ class _Statements:
                               "WHERE change_xid >= %s::text::xid8)")
         self.due = f("SELECT thread_id FROM {s}.interlock_threads WHERE deadline IS NOT NULL "
                      "AND deadline <= %s ORDER BY deadline LIMIT %s")
+        self.sweep_page = f("SELECT data FROM {s}.interlock_threads WHERE sweep "
+                            "AND thread_id > %s ORDER BY thread_id LIMIT %s")
         self._lists: dict[tuple[Any, ...], Composed] = {}
         self.outbox_claim = f(
             "UPDATE {s}.interlock_outbox SET lease_owner = %(owner)s, lease_until = %(until)s "
@@ -1161,27 +1491,33 @@ class _Statements:
     def select(self, what: str, *, status: str | None, search: str | None,
                readers: Sequence[str] | None = None, before: datetime | None = None,
                before_id: str | None = None, limit: int | None = None,
-               top_level: bool = False) -> tuple[Composed, dict[str, Any]]:
+               top_level: bool = False,
+               metadata: dict[str, Any] | None = None) -> tuple[Composed, dict[str, Any]]:
         """The statement and parameters reading ``what`` (columns of ``t``, the thread rows)
         of the threads that pass the filters, newest first, at most ``limit``. A search text
         of three characters or more is a ``LIKE`` that the trigram index answers when few
-        threads hold it (the planner chooses); a reviewer's listing reads, for each of its
+        threads hold it (the planner chooses); a metadata filter is a ``jsonb`` containment
+        that the metadata's GIN index answers; a reviewer's listing reads, for each of its
         read keys, the newest rows of that key's range of the readers index."""
         needle = search_key(search) if search else ""
+        meta = metadata_index(metadata)
         params: dict[str, Any] = {"status": status, "needle": needle, "limit": limit,
+                                  "meta": meta,
                                   "before": before, "before_id": before_id,
                                   "keys": list(readers or ()),
                                   "like": "%" + needle.replace("\\", "\\\\").replace(
                                       "%", "\\%").replace("_", "\\_") + "%"}
         cursor = before is not None and before_id is not None
         shape = (what, status is not None, len(needle) >= 3 if needle else None,
-                 readers is not None, before is not None, cursor, limit is not None, top_level)
+                 readers is not None, before is not None, cursor, limit is not None, top_level,
+                 meta is not None)
         if shape not in self._lists:
             self._lists[shape] = self._select(what, *shape[1:])
         return self._lists[shape], params
 
     def _select(self, what: str, by_status: bool, like: bool | None, by_readers: bool,
-                by_before: bool, by_cursor: bool, limited: bool, top_level: bool) -> Composed:
+                by_before: bool, by_cursor: bool, limited: bool, top_level: bool,
+                by_metadata: bool) -> Composed:
         def before(alias: str) -> str:
             if by_cursor:
                 return f"({alias}.updated_at, {alias}.thread_id) < (%(before)s, %(before_id)s)"
@@ -1191,8 +1527,9 @@ class _Statements:
                 False: "strpos(t.search, %(needle)s) > 0"}
         where = [w for w, on in (("t.status = %(status)s", by_status),
                                  (text[like], like is not None), (before("t"), by_before),
-                                 ("t.parent_id IS NULL", top_level)) if on]
-        if by_readers and like:
+                                 ("t.parent_id IS NULL", top_level),
+                                 ("t.metadata @> %(meta)s::jsonb", by_metadata)) if on]
+        if by_readers and (like or by_metadata):
             where.append("EXISTS (SELECT 1 FROM {s}.interlock_readers r WHERE "
                          "r.thread_id = t.thread_id AND r.key = ANY(%(keys)s::text[]))")
         elif by_readers:

@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
+
+from pydantic_core import to_jsonable_python
 
 from .._offload import BLOCKING_CALLER, offload
-from ..authz import read_keys
 from ..errors import StorageError
 from ..messages import message_to_json, messages_from_json
 from ..outbox import OutboxEvent, outbox_json
@@ -28,15 +29,20 @@ from .base import (
     ChangePage,
     Commit,
     JournalEntry,
+    ReadKeys,
     ThreadRecord,
     ThreadSnapshot,
     VersionConflict,
-    audit_json,
+    audit_rows,
     journal_json,
+    metadata_contains,
+    needs_sweep,
+    readers_of,
     refuse_enqueue,
     review_deadline,
     search_key,
     search_text,
+    stored_audit,
     thread_json,
     ts_key,
 )
@@ -120,7 +126,7 @@ MIGRATIONS: list[str] = [
     """,
     # 5: a substring index of the search text (FTS5 trigrams, keyed by a stable ``search_id``:
     # VACUUM may renumber the rowids of this table) and who may read each thread
-    # (``authz.read_keys``), so that text searches and a reviewer's listing read an index
+    # (``Commit.readers``), so that text searches and a reviewer's listing read an index
     # instead of every row. The search index and its triggers are made by ``_index_search``.
     """
     ALTER TABLE interlock_threads ADD COLUMN search_id INTEGER;
@@ -157,6 +163,14 @@ MIGRATIONS: list[str] = [
     # (``_defer_search``).
     """
     ALTER TABLE interlock_threads ADD COLUMN indexed TEXT;
+    """,
+    # 8: the recovery sweep's mark (``needs_sweep``: running, or failed with work left) in a
+    # partial index of the marked rows alone, so that a sweep reads what it may have to do,
+    # not every failed thread ever stored (``_backfill_sweep`` marks the rows stored before)
+    """
+    ALTER TABLE interlock_threads ADD COLUMN sweep INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX IF NOT EXISTS interlock_threads_sweep ON interlock_threads (thread_id)
+        WHERE sweep = 1;
     """,
 ]
 
@@ -223,9 +237,21 @@ def _backfill_search(conn: sqlite3.Connection) -> None:
                      (search_text(ThreadRecord.model_validate_json(data)), thread_id))
 
 
+def _backfill_sweep(conn: sqlite3.Connection) -> None:
+    """Migration 8, for rows written before it: mark those the recovery sweep must look at
+    (``needs_sweep``; the last message of a failed thread tells whether the model saw its
+    tool results, which rows of that time did not record)."""
+    conn.execute("UPDATE interlock_threads SET sweep = 1 WHERE status = 'running' OR "
+                 "(status = 'failed' AND (json_extract(data, '$.turn') IS NOT NULL OR "
+                 "(SELECT json_extract(m.data, '$.role') FROM interlock_messages m "
+                 "WHERE m.thread_id = interlock_threads.thread_id "
+                 "ORDER BY m.seq DESC LIMIT 1) = 'tool'))")
+
+
 def _index_search(conn: sqlite3.Connection) -> None:
     """Migration 5: the search text of every row again (changes stored before it did not
-    update it), the trigram index of it, and the read keys of every thread. An SQLite built
+    update it) and the trigram index of it (the read keys of every thread are stored by
+    ``_backfill_readers``, run next). An SQLite built
     without FTS5 or its trigram tokenizer (before 3.34) keeps working without the index:
     searches then read the rows in listing order."""
     _backfill_search(conn)
@@ -238,13 +264,15 @@ def _index_search(conn: sqlite3.Connection) -> None:
                     "the thread list will read the rows instead. Use a Python whose SQLite "
                     "is 3.34 or newer with FTS5 for indexed searches.",
                     sqlite3.sqlite_version, exc)
-    for thread_id, status, updated, data in conn.execute(
-            "SELECT thread_id, status, updated_at, data FROM interlock_threads").fetchall():
-        conn.executemany(
-            "INSERT INTO interlock_readers (key, thread_id, status, updated_at) "
-            "VALUES (?, ?, ?, ?)",
-            [(k, thread_id, status, updated)
-             for k in read_keys(ThreadRecord.model_validate_json(data))])
+
+
+def _backfill_readers(conn: sqlite3.Connection, read_keys: ReadKeys | None,
+                      store: object) -> None:
+    """Migration 5: who may read each thread stored before it (``readers_of``)."""
+    rows = conn.execute(
+        "SELECT thread_id, status, updated_at, data FROM interlock_threads").fetchall()
+    conn.executemany("INSERT INTO interlock_readers (key, thread_id, status, updated_at) "
+                     "VALUES (?, ?, ?, ?)", readers_of(rows, read_keys, store))
 
 
 def _has_search_index(conn: sqlite3.Connection) -> bool:
@@ -324,12 +352,21 @@ def _reindex(conn: sqlite3.Connection, limit: int = REINDEX_ROWS) -> int:
     return len(rows) - min(len(rows), limit)
 
 
+SWEEP_PAGE = ("SELECT data FROM interlock_threads INDEXED BY interlock_threads_sweep "
+              "WHERE sweep = 1 AND thread_id > ? ORDER BY thread_id LIMIT ?")
+"""A page of the threads the recovery sweep must look at, read through the partial index of
+those rows alone (``INDEXED BY``: a plan that would read anything else is an error)."""
+
 BACKFILL: dict[int, Callable[[sqlite3.Connection], None]] = {
-    2: _backfill_deadlines, 4: _backfill_search, 5: _index_search, 7: _defer_search}
+    2: _backfill_deadlines, 4: _backfill_search, 5: _index_search, 7: _defer_search,
+    8: _backfill_sweep}
 """Python steps run right after the SQL of the migration that produces that version."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """Version of the stored format. Readers refuse a database whose version is newer."""
+
+READERS_MIGRATION = 5
+"""The migration that makes the readers index; the rows stored before it are indexed then."""
 
 
 def _phrase(needle: str) -> str:
@@ -370,14 +407,16 @@ def _cursor(where: list[str], params: list[object], alias: str, before: datetime
 def _select(conn: sqlite3.Connection, what: str, *, status: str | None, search: str | None,
             readers: Sequence[str] | None = None, before: datetime | None = None,
             before_id: str | None = None, limit: int | None = None,
-            top_level: bool = False) -> list[tuple[object, ...]]:
+            top_level: bool = False,
+            metadata: dict[str, Any] | None = None) -> list[tuple[object, ...]]:
     """``what`` (columns of ``t``, the thread rows) of the threads that pass the filters,
     newest first, at most ``limit``; from the indexes that answer these filters best, in one
     read transaction (the candidates of the trigram index and the rows: one snapshot)."""
     conn.execute("BEGIN")
     try:
         return _query(conn, what, status=status, search=search, readers=readers,
-                      before=before, before_id=before_id, limit=limit, top_level=top_level)
+                      before=before, before_id=before_id, limit=limit, top_level=top_level,
+                      metadata=metadata)
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
@@ -385,7 +424,8 @@ def _select(conn: sqlite3.Connection, what: str, *, status: str | None, search: 
 
 def _query(conn: sqlite3.Connection, what: str, *, status: str | None, search: str | None,
            readers: Sequence[str] | None, before: datetime | None, before_id: str | None,
-           limit: int | None, top_level: bool = False) -> list[tuple[object, ...]]:
+           limit: int | None, top_level: bool = False,
+           metadata: dict[str, Any] | None = None) -> list[tuple[object, ...]]:
     needle = search_key(search) if search else ""
     candidates = _candidates(conn, needle) if needle else None
     where: list[str] = []
@@ -403,7 +443,11 @@ def _query(conn: sqlite3.Connection, what: str, *, status: str | None, search: s
         params.append(status)
     if top_level:
         where.append("t.parent_id IS NULL")
-    if readers is not None and candidates is not None:
+    if metadata:
+        # read in listing order and tested row by row (no index of metadata here)
+        where.append(f"{METADATA_CONTAINS}(json_extract(t.data, '$.metadata'), ?)")
+        params.append(json.dumps(to_jsonable_python(metadata, fallback=str)))
+    if readers is not None and (candidates is not None or metadata):
         where.append("EXISTS (SELECT 1 FROM interlock_readers r WHERE r.thread_id=t.thread_id "
                      f"AND r.key IN ({', '.join('?' for _ in readers)}))")
         params += list(readers)
@@ -447,6 +491,14 @@ def _query(conn: sqlite3.Connection, what: str, *, status: str | None, search: s
     return conn.execute(sql, params).fetchall()
 
 
+METADATA_CONTAINS = "interlock_metadata_contains"
+"""The SQL function deciding the metadata filter (registered on each connection)."""
+
+
+def _metadata_contains(have: str | None, want: str) -> bool:
+    return have is not None and metadata_contains(json.loads(have), json.loads(want))
+
+
 class _Write:
     """One change waiting to be stored by a group commit, and its outcome. A change made on
     an event loop also has the future its caller awaits, set on that loop once it is done."""
@@ -485,6 +537,10 @@ class SqliteCheckpointer:
     WAL journal mode and ``synchronous=FULL`` by default: a commit (and so a reviewer's decision
     once acknowledged) survives power loss. Several processes may share the file; writes are
     serialised by SQLite and every thread change is a compare-and-set on its version.
+
+    ``read_keys``: who may read a thread (``interlock.authz.read_keys``), needed only to open
+    a file that holds threads written before interlock indexed their readers (schema version
+    4 or older); every change brings its readers on the :class:`Commit`.
     """
 
     durable = True
@@ -495,10 +551,14 @@ class SqliteCheckpointer:
         *,
         synchronous: Literal["FULL", "NORMAL", "OFF"] = "FULL",
         busy_timeout: float = 30.0,
+        read_keys: ReadKeys | None = None,
     ) -> None:
         self.path = str(path)
         self.synchronous = synchronous
         self.busy_timeout = busy_timeout
+        self.read_keys = read_keys
+        """Who may read a thread (:data:`~interlock.storage.base.ReadKeys`): needed once, to
+        index the threads of a file written before the readers index existed."""
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="interlock-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
@@ -525,6 +585,15 @@ class SqliteCheckpointer:
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({self.path!r}, synchronous={self.synchronous})"
 
+    @property
+    def spill_dir(self) -> Path | None:
+        """Where a run keeps a tool's result that could not be stored yet (a full disk, a
+        lock held too long), so that whoever recovers the thread stores it instead of asking
+        about an unknown outcome: ``<database>.unstored`` next to the file."""
+        if self.path in ("", ":memory:") or self.path.startswith("file:"):
+            return None
+        return Path(self.path + ".unstored")
+
     # -- plumbing ---------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
@@ -538,6 +607,7 @@ class SqliteCheckpointer:
                 check_same_thread=False,
             )
             _set_wal(conn, self.busy_timeout)
+            conn.create_function(METADATA_CONTAINS, 2, _metadata_contains, deterministic=True)
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
             # Statement journals in memory: the search index's update inside a commit spills
@@ -588,6 +658,8 @@ class SqliteCheckpointer:
                         conn.execute(stmt)
                 if version in BACKFILL:
                     BACKFILL[version](conn)
+                if version == READERS_MIGRATION:
+                    _backfill_readers(conn, self.read_keys, self)
                 conn.execute(
                     "INSERT INTO interlock_meta (key, value) VALUES ('schema_version', ?) "
                     "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
@@ -693,12 +765,14 @@ class SqliteCheckpointer:
         deadline = _micros(review_deadline(t))
         search = search_text(t)
         parent = t.parent.thread_id if t.parent is not None else None
-        readers = [(k, t.thread_id, t.status, updated) for k in read_keys(t)]
+        sweep = int(needs_sweep(t))
+        readers = [(k, t.thread_id, t.status, updated) for k in change.readers]
         messages = [(t.thread_id, first_seq + i, message_to_json(m))
                     for i, m in enumerate(change.messages)]
         journal = [(t.thread_id, e.tool_call_id, e.turn, e.position, e.state.value,
                     journal_json(e)) for e in change.journal]
-        audit = [(a.thread_id, a.seq, audit_json(a)) for a in change.audit]
+        audit = [(a.thread_id, a.seq, row) for a, row in zip(change.audit, audit_rows(change),
+                                                              strict=True)]
         outbox = [(ev.id, ev.thread_id, ev.status, ts_key(ev.next_at), ts_key(ev.created_at),
                    _packed(outbox_json(ev))) for ev in change.outbox]
 
@@ -707,21 +781,21 @@ class SqliteCheckpointer:
                 try:
                     conn.execute(
                         "INSERT INTO interlock_threads (thread_id, status, version, "
-                        "updated_at, data, deadline_us, search, parent_id, change_seq, "
-                        "search_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, " + NEXT_CHANGE + ", "
+                        "updated_at, data, deadline_us, search, parent_id, sweep, change_seq, "
+                        "search_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, " + NEXT_CHANGE + ", "
                         + NEXT_SEARCH_ID + ")",
                         (t.thread_id, t.status, t.version, updated, row, deadline, search,
-                         parent),
+                         parent, sweep),
                     )
                 except sqlite3.IntegrityError:
                     raise VersionConflict(t.thread_id, None) from None
             else:
                 cur = conn.execute(
                     "UPDATE interlock_threads SET status=?, version=?, updated_at=?, data=?, "
-                    "deadline_us=?, search=?, parent_id=?, change_seq=" + NEXT_CHANGE + " "
-                    "WHERE thread_id=? AND version=?",
-                    (t.status, t.version, updated, row, deadline, search, parent, t.thread_id,
-                     expected_version),
+                    "deadline_us=?, search=?, parent_id=?, sweep=?, change_seq=" + NEXT_CHANGE
+                    + " WHERE thread_id=? AND version=?",
+                    (t.status, t.version, updated, row, deadline, search, parent, sweep,
+                     t.thread_id, expected_version),
                 )
                 if cur.rowcount != 1:
                     raise VersionConflict(t.thread_id, expected_version)
@@ -792,11 +866,12 @@ class SqliteCheckpointer:
         self, *, status: str | None = None, limit: int = 50, before: datetime | None = None,
         before_id: str | None = None, search: str | None = None,
         readers: Sequence[str] | None = None, top_level: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> list[ThreadRecord]:
         def q(conn: sqlite3.Connection) -> list[ThreadRecord]:
             rows = _select(conn, "t.data", status=status, search=search, readers=readers,
                            before=before, before_id=before_id, limit=limit,
-                           top_level=top_level)
+                           top_level=top_level, metadata=metadata)
             return [ThreadRecord.model_validate_json(str(r[0])) for r in rows]
 
         return await self._run(q)
@@ -973,6 +1048,14 @@ class SqliteCheckpointer:
 
         return await self._run(q)
 
+    async def sweep_candidates(self, *, limit: int = 200,
+                               after: str | None = None) -> list[ThreadRecord]:
+        def q(conn: sqlite3.Connection) -> list[ThreadRecord]:
+            rows = conn.execute(SWEEP_PAGE, (after or "", limit)).fetchall()
+            return [ThreadRecord.model_validate_json(str(r[0])) for r in rows]
+
+        return await self._run(q)
+
     async def journal(self, thread_id: str) -> list[JournalEntry]:
         def q(conn: sqlite3.Connection) -> list[JournalEntry]:
             return [
@@ -991,18 +1074,17 @@ class SqliteCheckpointer:
         def q(conn: sqlite3.Connection) -> list[AuditRecord]:
             if thread_id is None:
                 rows = conn.execute(
-                    "SELECT id, data FROM interlock_audit WHERE id>? ORDER BY id LIMIT ?",
+                    "SELECT id, thread_id, seq, data FROM interlock_audit WHERE id>? "
+                    "ORDER BY id LIMIT ?",
                     (after_id, limit),
                 )
             else:
                 rows = conn.execute(
-                    "SELECT id, data FROM interlock_audit WHERE thread_id=? AND id>? "
-                    "ORDER BY id LIMIT ?",
+                    "SELECT id, thread_id, seq, data FROM interlock_audit WHERE thread_id=? "
+                    "AND id>? ORDER BY id LIMIT ?",
                     (thread_id, after_id, limit),
                 )
-            return [
-                AuditRecord.model_validate_json(d).model_copy(update={"id": i}) for i, d in rows
-            ]
+            return [stored_audit(*row) for row in rows]
 
         return await self._run(q)
 

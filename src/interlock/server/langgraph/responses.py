@@ -6,12 +6,17 @@ every other surface's input, so a wrong resume is refused with the core's messag
 nothing. Accepted shapes:
 
 * ``{interrupt_id: response, ...}``: one entry per pending call or question, any subset (the
-  rest stay pending). ``interrupt_id`` is a LangGraph interrupt id from the thread state; the id
-  of interlock's whole review request takes ``{"decisions": [...]}`` for all its calls.
+  rest stay pending). ``interrupt_id`` is a LangGraph interrupt id from the thread state. The
+  response for one call may be wrapped as ``{"decisions": [decision]}`` (what a LangChain
+  client sends per interrupt); the id of interlock's whole review request (the interrupt id of
+  the ``per-turn`` format) takes ``{"decisions": [...]}`` for its first calls, in order.
 * a list of Agent Inbox ``HumanResponse`` objects: the first pending calls, in order (Agent
   Inbox sends one response for the first pending call).
-* ``{"decisions": [...]}``, a list of decisions, or one decision: passed to the core unchanged
-  (LangChain's batched resume: one decision per pending call, in order).
+* ``{"decisions": [...]}`` or a list of decisions: LangChain's resume, one decision per call
+  in the order shown. As many as there are pending calls: passed to the core unchanged; fewer
+  (a client that built them from ``interrupts[0].value.action_requests``, which lists one call
+  per interrupt here): the first pending calls, in order; the rest stay pending.
+* one decision: passed to the core unchanged.
 * one ``HumanResponse``: the first pending call (or question).
 * anything else: the answer to the pending ``interrupt(...)`` question.
 
@@ -26,6 +31,10 @@ A response is either a LangChain/interlock decision (``approve``, ``edit`` with
 * ``ignore`` -> cancel: every pending call of the thread is closed as cancelled by the reviewer
   and the thread goes idle (interlock cannot cancel part of a turn), so ``ignore`` cannot be
   mixed with other responses.
+
+An edit gives the edited call a new interrupt id; a response keyed by an interrupt id is a
+decision for the revision of the call that id was shown for (an older one: 409). A response
+or decision sent without an id is accepted only for a call that was never edited.
 """
 
 from __future__ import annotations
@@ -56,6 +65,8 @@ class Plan:
     value: Any = None
     answered: list[str] = field(default_factory=list)
     """LangGraph interrupt ids this plan answers (for the run's metadata)."""
+    reason: str | None = None
+    """Why the calls are cancelled (``cancel``)."""
 
 
 def is_human_response(value: Any) -> bool:
@@ -89,16 +100,47 @@ def plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
                 tid, f"got {len(resume)} responses for {len(reviews)} pending call(s) "
                 f"({_listing(reviews)}); send at most one response per pending call, in order, "
                 f"or key them by interrupt id.")
-        return _decide(agent, tid, list(zip(reviews, resume, strict=False)))
+        return _decide(agent, tid, list(zip(reviews, resume, strict=False)), keyed=False)
     if is_human_response(resume):
         first = entries[0]
         if first.action is None:
             return _answer(tid, first, resume)
-        return _decide(agent, tid, [(first, resume)])
+        return _decide(agent, tid, [(first, resume)], keyed=False)
+    items = decision_list(resume)
+    reviews = [p for p in entries if p.action is not None]
+    if items is not None and 0 < len(items) < len(reviews):
+        return _decide(agent, tid, _in_order(tid, reviews, items), keyed=False)
     if (isinstance(resume, Mapping) and ("decisions" in resume or "type" in resume)) or \
             isinstance(resume, list):
         return Plan("decide", decisions=resume)
     return Plan("answer", value=resume)
+
+
+def decision_list(value: Any) -> list[Any] | None:
+    """The decisions of LangChain's ``{"decisions": [...]}`` or of a plain list (None for
+    anything else)."""
+    if isinstance(value, Mapping) and set(value) == {"decisions"}:
+        value = value["decisions"]
+    return list(value) if isinstance(value, list) else None
+
+
+def _in_order(tid: str, calls: list[Pending], items: list[Any]) -> list[tuple[Pending, Any]]:
+    """Decisions for the first of ``calls``, in order (a decision naming its ``tool_call_id``
+    must name the call at its position)."""
+    if len(items) > len(calls):
+        raise InvalidDecision(
+            tid, f"got {len(items)} decision(s) for {len(calls)} pending call(s) "
+            f"({_listing(calls)}); send at most one decision per pending call, in order.")
+    pairs = list(zip(calls, items, strict=False))
+    for i, (p, item) in enumerate(pairs):
+        assert p.action is not None
+        named = item.get("tool_call_id") if isinstance(item, Mapping) else None
+        if named is not None and named != p.action.tool_call_id:
+            raise InvalidDecision(
+                tid, f"decision {i + 1} of {len(items)} names tool_call_id {named!r} but "
+                f"position {i + 1} is call {p.action.tool_call_id!r}; list decisions in the "
+                f"order of the pending calls ({_listing(calls)}).")
+    return pairs
 
 
 def _looks_like_id(key: Any) -> bool:
@@ -115,25 +157,49 @@ def _keyed(agent: Agent, tid: str, entries: list[Pending], by_id: dict[str, Pend
            requests: dict[str, Any], resume: Mapping[str, Any]) -> Plan:
     calls: list[tuple[Pending, Any]] = []
     questions: list[tuple[Pending, Any]] = []
-    whole: list[tuple[str, Any]] = []
+    whole = False
     for key, value in resume.items():
-        if key in requests and key not in by_id:
-            whole.append((key, value))
+        if key in requests and key not in by_id:  # a whole review request
+            # a request's id stays the same when one of its calls is edited: its answers
+            # name no revision of the calls
+            whole = True
+            items = decision_list(value)
+            if items is None:
+                if len(resume) > 1:
+                    raise InvalidDecision(
+                        tid, f"the response to review request {key} is not "
+                        f"{{'decisions': [...]}}; answer a whole request with one decision "
+                        f"per call, in order, or key each call by its own interrupt id.")
+                return Plan("decide", interrupt_id=key, decisions=value, answered=[key])
+            calls += _in_order(tid, [p for p in entries
+                                     if p.action is not None and p.interrupt.id == key], items)
             continue
         p = by_id[key]
-        (calls if p.action is not None else questions).append((p, value))
-    kinds = sum(1 for group in (calls, questions, whole) if group)
-    if kinds > 1 or len(questions) > 1 or len(whole) > 1:
+        if p.action is None:
+            questions.append((p, value))
+            continue
+        items = decision_list(value)
+        if items is not None:
+            if len(items) != 1:
+                raise InvalidDecision(
+                    tid, f"interrupt {key} is one call ({p.action.name}) but its response "
+                    f"has {len(items)} decisions; send one decision for it, or key each "
+                    f"pending call by its own interrupt id. Pending: {_listing(entries)}.")
+            value = items[0]
+        calls.append((p, value))
+    twice = {p.lg_id for p, _ in calls if sum(q is p for q, _ in calls) > 1}
+    if twice:
+        raise InvalidDecision(
+            tid, f"this resume decides call(s) {', '.join(sorted(twice))} more than once; "
+            f"decide each call once. Pending: {_listing(entries)}.")
+    if (calls and questions) or len(questions) > 1:
         raise InvalidDecision(
             tid, f"this resume answers {len(resume)} interrupts of different kinds "
-            f"({', '.join(resume)}); answer pending calls together, and each question or "
-            f"whole request in a run of its own. Pending: {_listing(entries)}.")
-    if whole:
-        key, value = whole[0]
-        return Plan("decide", interrupt_id=key, decisions=value, answered=[key])
+            f"({', '.join(resume)}); answer pending calls together, and each question in a "
+            f"run of its own. Pending: {_listing(entries)}.")
     if questions:
         return _answer(tid, *questions[0])
-    return _decide(agent, tid, calls)
+    return _decide(agent, tid, calls, keyed=not whole)
 
 
 def _answer(tid: str, p: Pending, value: Any) -> Plan:
@@ -146,7 +212,11 @@ def _answer(tid: str, p: Pending, value: Any) -> Plan:
     return Plan("answer", interrupt_id=p.interrupt.id, value=value, answered=[p.lg_id])
 
 
-def _decide(agent: Agent, tid: str, pairs: list[tuple[Pending, Any]]) -> Plan:
+def _decide(agent: Agent, tid: str, pairs: list[tuple[Pending, Any]], *, keyed: bool,
+            ) -> Plan:
+    """``keyed``: each response was sent under the interrupt id of one revision of its call
+    (:func:`~.shapes.pending_entries`), so it is a decision for that revision; a response
+    sent without an id names no revision and counts only for a call never edited."""
     ignored = [p for p, r in pairs if is_human_response(r) and r.get("type") == "ignore"]
     if ignored:
         if len(ignored) != len(pairs):
@@ -158,7 +228,11 @@ def _decide(agent: Agent, tid: str, pairs: list[tuple[Pending, Any]]) -> Plan:
     decisions: dict[str, Any] = {}
     for p, response in pairs:
         assert p.action is not None
-        decisions[p.action.tool_call_id] = to_decision(agent, tid, p, response)
+        decision = to_decision(agent, tid, p, response)
+        if keyed and p.config is not None and isinstance(decision, Mapping) and \
+                "revision" not in decision:
+            decision = {**decision, "revision": p.config.revision}
+        decisions[p.action.tool_call_id] = decision
     requests = {p.interrupt.id for p, _ in pairs}
     # calls of several review requests (``interrupt_mode="per_call"``): the core finds each
     # call's request from its tool_call_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -13,8 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ... import __version__
 from ...agent import ThreadState
-from ...errors import NotAuthorized, ThreadNotFound
+from ...authz import same_reviewer
+from ...errors import NoPendingInterrupt, NotAuthorized, ThreadNotFound
 from ...result import RunResult
+from ...storage.base import ThreadRecord
 from ...text import check_thread_id
 from ..api import caller_for, cancel_thread
 from ..auth import Identity
@@ -35,16 +38,30 @@ from .shapes import (
     STATUSES_FOR,
     AssistantInfo,
     Format,
+    checkpoint_json,
     empty_state_json,
+    metadata_matches,
     new_thread_json,
     state_json,
     thread_json,
     values_json,
 )
 
+END = "__end__"
 KEEP_NEW_THREADS = 10_000
 IGNORE_REASON = "The reviewer ignored this request (LangGraph client)."
 RESOLVE_REASON = "The reviewer marked this request as resolved (LangGraph client)."
+
+
+@dataclass(frozen=True)
+class NewThread:
+    """A thread created through the API that has had no run yet: its metadata is stored with
+    it by its first run."""
+
+    created_at: datetime
+    metadata: dict[str, Any]
+    owner: str | None
+    """Who created it (``None``: local mode); it belongs to them as a stored thread does."""
 
 
 class LangGraphAPI:
@@ -56,13 +73,47 @@ class LangGraphAPI:
         self.state = state
         self.assistant = AssistantInfo.of(state.agent, datetime.now(UTC))
         self.runs = RunRegistry()
-        self.new_threads: OrderedDict[str, datetime] = OrderedDict()
+        self.new_threads: OrderedDict[str, NewThread] = OrderedDict()
 
-    def remember_new(self, thread_id: str) -> datetime:
-        created = self.new_threads.setdefault(thread_id, datetime.now(UTC))
+    def remember_new(self, thread_id: str, metadata: dict[str, Any] | None,
+                     caller: Identity) -> NewThread:
+        new = self.new_threads.setdefault(thread_id, NewThread(
+            datetime.now(UTC), dict(metadata or {}),
+            caller.id if caller.authenticated else None))
         while len(self.new_threads) > KEEP_NEW_THREADS:
             self.new_threads.popitem(last=False)
-        return created
+        return new
+
+    def new_json(self, thread_id: str) -> dict[str, Any]:
+        new = self.new_threads[thread_id]
+        return new_thread_json(thread_id, new.created_at, self.assistant, new.metadata)
+
+    def new_thread(self, thread_id: str, caller: Identity) -> NewThread | None:
+        """``caller``'s thread ``thread_id`` created here, if it has had no run yet.
+        Such a thread belongs to its creator as a stored thread does (admins see it too);
+        for another token it does not exist, and :class:`NotAuthorized` is raised."""
+        entry = self.new_threads.get(thread_id)
+        if entry is None:
+            return None
+        reviewer = caller.reviewer()
+        if reviewer is None or entry.owner is None or reviewer.is_admin or \
+                same_reviewer(entry.owner, reviewer.id):
+            return entry
+        raise NotAuthorized(
+            f"Reviewer {caller.id!r} may not use thread {thread_id!r}: another reviewer "
+            f"created it. Create a thread of your own (POST /threads without a thread_id).")
+
+    def new_threads_of(self, caller: Identity) -> list[tuple[str, NewThread]]:
+        """The threads created here without a run yet that ``caller`` may see."""
+        out = []
+        for tid in self.new_threads:
+            try:
+                created = self.new_thread(tid, caller)
+            except NotAuthorized:
+                continue
+            if created is not None:
+                out.append((tid, created))
+        return out
 
     async def load(self, thread_id: str, caller: Identity) -> ThreadState | None:
         """The thread as ``caller`` may read it (``NotAuthorized`` otherwise: the same rule as
@@ -145,6 +196,8 @@ class RunCreate(_Body):
     assistant_id: str
     input: Any = None
     command: dict[str, Any] | None = None
+    checkpoint: dict[str, Any] | None = None
+    checkpoint_id: str | None = None
     stream_mode: str | list[str] = "values"
     metadata: dict[str, Any] | None = None
     if_not_exists: Literal["create", "reject"] | None = None
@@ -211,25 +264,56 @@ async def _plan(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCr
     """What the run does: resume (a plan) or start with a message (its text)."""
     api.check_assistant(body.assistant_id)
     current = await api.load(thread_id, caller)
-    if current is None and explicit and thread_id not in api.new_threads \
+    created = api.new_thread(thread_id, caller) if current is None else None
+    if current is None and explicit and created is None \
             and body.if_not_exists != "create":
         raise ThreadNotFound(thread_id)
+    _check_checkpoint(thread_id, current, body)
     if body.command is not None:
-        extra = sorted(set(body.command) - {"resume"})
-        if extra or "resume" not in body.command:
+        command = {k: v for k, v in body.command.items() if v is not None}
+        ends = command.get("goto") in (END, [END])
+        extra = sorted(set(command) - {"resume", "goto"})
+        if extra or ("goto" in command and not ends) or not ({"resume", "goto"} & set(command)) \
+                or ("resume" in command and ends):
             raise _unsupported(
                 "UnsupportedCommand",
-                f"command {extra or list(body.command)} is not supported: interlock resumes "
-                f"paused calls only, with command = {{'resume': ...}}.")
+                f"command {list(body.command)} is not supported: interlock resumes paused "
+                f"calls with command = {{'resume': ...}}, and ends a paused thread (every "
+                f"pending call cancelled) with command = {{'goto': '__end__'}}.")
         if current is None:
-            raise ThreadNotFound(thread_id)
-        return plan_resume(api.state.agent, current, body.command["resume"]), None
+            # a thread created here that has had no run: it exists, with nothing to resume
+            raise NoPendingInterrupt(thread_id) if created is not None \
+                else ThreadNotFound(thread_id)
+        if ends:
+            if not current.interrupts:
+                raise NoPendingInterrupt(thread_id)
+            return Plan("cancel", reason=RESOLVE_REASON), None
+        return plan_resume(api.state.agent, current, command["resume"]), None
     if body.input is None:
         raise _unsupported(
             "UnsupportedInput",
             f"A run on thread {thread_id!r} needs input (a user message) or "
             f"command.resume (answers to its pending interrupts).")
     return None, _input_text(thread_id, body.input)
+
+
+def _check_checkpoint(thread_id: str, current: ThreadState | None, body: RunCreate) -> None:
+    """A run from the thread's latest checkpoint is an ordinary run; from an earlier one
+    (editing an earlier message, regenerating an answer) it would branch the thread, which
+    interlock does not do: refused, never silently appended."""
+    given = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
+    if not given:
+        return
+    head = checkpoint_json(thread_id, current.version if current is not None else 0)[
+        "checkpoint_id"]
+    if given != head:
+        raise _unsupported(
+            "UnsupportedCheckpoint",
+            f"A run from checkpoint {given!r} of thread {thread_id!r} would branch the thread "
+            f"from an earlier state (editing an earlier message, regenerating an answer); "
+            f"interlock keeps each thread as one append-only history for its audit log and "
+            f"does not branch. Send the message without a checkpoint to add it at the end "
+            f"(latest checkpoint: {head!r}), or start a new thread.")
 
 
 def _check_sizes(state: ServerState, plan: Plan | None, text: str | None) -> None:
@@ -241,9 +325,7 @@ def _check_sizes(state: ServerState, plan: Plan | None, text: str | None) -> Non
         limits.json_value("command.resume", plan.value, "max_answer_bytes",
                           limits.max_answer_bytes)
     elif plan.kind == "decide":
-        d = plan.decisions
-        limits.decisions(d["decisions"] if isinstance(d, dict) and set(d) == {"decisions"}
-                         else d)
+        limits.decisions(plan.decisions)
 
 
 async def _launch(api: LangGraphAPI, caller: Identity, thread_id: str, plan: Plan | None,
@@ -252,10 +334,12 @@ async def _launch(api: LangGraphAPI, caller: Identity, thread_id: str, plan: Pla
     _check_sizes(state, plan, text)
     if plan is None:
         assert text is not None
+        new = api.new_threads.get(thread_id)
         result = await state.runner.start(thread_id, text, reviewer=caller.reviewer(),
-                                          wait=wait)
+                                          wait=wait,
+                                          metadata=new.metadata if new is not None else None)
     elif plan.kind == "cancel":
-        return await cancel_thread(state, caller, thread_id, IGNORE_REASON)
+        return await cancel_thread(state, caller, thread_id, plan.reason or IGNORE_REASON)
     elif plan.kind == "answer":
         result = await state.runner.answer(thread_id, plan.value, interrupt_id=plan.interrupt_id,
                                            reviewer=caller.reviewer(), actor=caller.id,
@@ -342,7 +426,12 @@ def build_router(fmt: Format) -> APIRouter:
             raise ApiError(409, "ThreadExists",
                            f"Thread {thread_id!r} already exists; pass if_exists='do_nothing' "
                            f"to get it, or use another thread_id.")
-        return new_thread_json(thread_id, api.remember_new(thread_id), api.assistant)
+        api.new_thread(thread_id, caller)  # another reviewer's: NotAuthorized
+        if body.metadata:
+            api.state.limits.json_value("metadata", body.metadata, "max_answer_bytes",
+                                        api.state.limits.max_answer_bytes)
+        api.remember_new(thread_id, body.metadata, caller)
+        return api.new_json(thread_id)
 
     @router.post("/threads/search", tags=["threads"])
     async def search_threads(api: API, caller: Caller, body: ThreadSearch) -> JSONResponse:
@@ -353,8 +442,8 @@ def build_router(fmt: Format) -> APIRouter:
         current = await api.load(thread_id, caller)
         if current is not None:
             return thread_json(current, fmt, api.assistant)
-        if thread_id in api.new_threads:
-            return new_thread_json(thread_id, api.new_threads[thread_id], api.assistant)
+        if api.new_thread(thread_id, caller) is not None:
+            return api.new_json(thread_id)
         raise ThreadNotFound(thread_id)
 
     @router.get("/threads/{thread_id}/state", tags=["threads"])
@@ -362,15 +451,16 @@ def build_router(fmt: Format) -> APIRouter:
         current = await api.load(thread_id, caller)
         if current is not None:
             return state_json(current, fmt)
-        if thread_id in api.new_threads:
-            return empty_state_json(thread_id, api.new_threads[thread_id])
+        new = api.new_thread(thread_id, caller)
+        if new is not None:
+            return empty_state_json(thread_id, new.created_at)
         raise ThreadNotFound(thread_id)
 
     @router.post("/threads/{thread_id}/history", tags=["threads"])
     async def thread_history(api: API, caller: Caller, thread_id: str,
                              body: History | None = None) -> JSONResponse:
         current = await api.load(thread_id, caller)
-        if current is None and thread_id not in api.new_threads:
+        if current is None and api.new_thread(thread_id, caller) is None:
             raise ThreadNotFound(thread_id)
         return JSONResponse([state_json(current, fmt)] if current is not None else [])
 
@@ -413,9 +503,14 @@ def build_router(fmt: Format) -> APIRouter:
     async def _stream(request: Request, api: LangGraphAPI, caller: Identity, thread_id: str,
                       body: RunCreate, explicit: bool) -> StreamingResponse:
         modes = _modes(body.stream_mode)
+        # what is stored when the run is accepted: every message after it is streamed, even
+        # those of a run that gets ahead of this stream
+        before = await api.load(thread_id, caller)
         rec, sub = await _start(api, caller, thread_id, body, explicit)
         state = api.state
-        ctx = StreamContext(rec, api.assistant, fmt, modes, api.loader(thread_id, caller))
+        accepted = len(before.messages) if before is not None else 0
+        ctx = StreamContext(rec, api.assistant, fmt, modes, api.loader(thread_id, caller),
+                            seen_messages=accepted, accepted=accepted)
         return StreamingResponse(
             stream_run(ctx, sub, state, state.sse_keepalive), media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no",
@@ -493,7 +588,8 @@ async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
                            "Threads are listed most recently updated first only "
                            "(sort_by='updated_at', sort_order='desc').")
     meta = api.assistant.metadata()
-    if any(meta.get(k) != v for k, v in (body.metadata or {}).items()):
+    if any(k in meta and not metadata_matches({k: meta[k]}, {k: v})
+           for k, v in (body.metadata or {}).items()):
         return []
     wanted = STATUSES_FOR[body.status] if body.status else None
     end = body.offset + body.limit
@@ -504,14 +600,13 @@ async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
                 current = await api.load(tid, caller)
             except NotAuthorized:
                 continue
-            if current is not None and (wanted is None or current.status in wanted):
+            if current is not None and (wanted is None or current.status in wanted) and \
+                    metadata_matches({**current.metadata, **meta}, body.metadata):
                 found.append((current.updated_at, thread_json(current, fmt, api.assistant)))
     else:
         rows = []
         for status in wanted or (None,):
-            # a sub-agent's thread is left out: its requests are interrupts of its parent
-            rows += await api.state.agent.alist_threads(
-                status=status, limit=end, reviewer=caller.reviewer(), top_level=True)
+            rows += await _listed(api, caller, status, end, body.metadata)
         rows.sort(key=lambda r: r.updated_at, reverse=True)
         for r in rows[:end]:
             current = await api.load(r.thread_id, caller)
@@ -519,8 +614,22 @@ async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
                 found.append((current.updated_at, thread_json(current, fmt, api.assistant)))
     if wanted is None or "idle" in wanted:
         ids = set(body.ids) if body.ids is not None else None
-        found += [(t, new_thread_json(tid, t, api.assistant))
-                  for tid, t in api.new_threads.items() if ids is None or tid in ids]
+        found += [(new.created_at, api.new_json(tid))
+                  for tid, new in api.new_threads_of(caller)
+                  if (ids is None or tid in ids) and metadata_matches(
+                      {**new.metadata, **meta}, body.metadata)]
     found.sort(key=lambda item: item[0], reverse=True)
     return [thread for _, thread in found[body.offset:end]]
 
+
+async def _listed(api: LangGraphAPI, caller: Identity, status: str | None, end: int,
+                  metadata: dict[str, Any] | None) -> list[ThreadRecord]:
+    """The newest ``end`` threads with ``status`` whose metadata contains ``metadata``,
+    filtered by the store (a GIN index of the metadata on Postgres). A sub-agent's thread is
+    left out: its requests are interrupts of its parent. The assistant's own keys
+    (``graph_id``, ``assistant_id``) hold for every thread and are not passed on."""
+    meta = api.assistant.metadata()
+    stored = {k: v for k, v in (metadata or {}).items() if k not in meta}
+    return await api.state.agent.alist_threads(
+        status=status, limit=end, reviewer=caller.reviewer(), top_level=True,
+        metadata=stored or None)

@@ -1,6 +1,8 @@
 """LangGraph runs over interlock's background runs: a small in-process run registry and the
-SSE stream (``values``, ``updates`` and ``events`` modes) built from the events the server's
-runner publishes on the thread's hub topic."""
+SSE stream (``values``, ``updates``, ``events``, ``messages-tuple``, ``messages`` and
+``custom`` modes) built from the events the server's runner publishes on the thread's hub
+topic. interlock's tools have no way to emit custom events, so ``custom`` is accepted and
+sends nothing."""
 
 from __future__ import annotations
 
@@ -23,15 +25,16 @@ from .shapes import (
     GRAPH_NODE,
     AssistantInfo,
     Format,
-    interrupt_json,
+    derived_id,
     iso,
     message_json,
-    pending_entries,
+    shown,
     values_json,
 )
 
 RunStatus = Literal["pending", "running", "error", "success", "interrupted"]
-STREAM_MODES = ("values", "updates", "events")
+STREAM_MODES = ("values", "updates", "events", "messages-tuple", "messages", "custom")
+MESSAGE_MODES = ("messages-tuple", "messages")
 TERMINAL = ("run_completed", "run_failed")
 STOPPED = {"error": "Shutdown",
            "message": "the server stopped following this run; read the thread to see where it is"}
@@ -162,7 +165,18 @@ class StreamContext:
     modes: tuple[str, ...]
     load: LoadState
     seen_messages: int = 0
+    """Messages already sent as updates: those stored when the run was accepted, then those
+    of each snapshot."""
     node: str | None = None
+    accepted: int = 0
+    """Messages stored before the run was accepted: the run's own messages follow them."""
+    model_turns: int = 0
+    """The model messages of this run begun so far (by text or by a proposed call)."""
+    in_model_turn: bool = False
+    streaming: str | None = None
+    """The id of the model message whose text is streaming now."""
+    streamed: dict[str, str] = field(default_factory=dict)
+    """Text streamed so far per model message id (``messages`` modes)."""
 
     def meta(self, node: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {**self.assistant.metadata(), "run_id": self.rec.run_id,
@@ -185,7 +199,6 @@ async def stream_run(ctx: StreamContext, sub: Subscription | None, state: Server
     try:
         yield sse("metadata", {"run_id": ctx.rec.run_id, "attempt": 1})
         first = await ctx.load()  # the input or the decisions are stored by now
-        ctx.seen_messages = len(first.messages)
         if "events" in ctx.modes:
             yield ctx.event("on_chain_start", "LangGraph",
                             {"input": values_json(first, ctx.fmt)})
@@ -210,7 +223,18 @@ async def _follow(ctx: StreamContext, sub: Subscription,
         if isinstance(item, bytes):
             yield item
             continue
-        for chunk in _translate(ctx, item):
+        if item.event in ("model_text_delta", "tool_call_proposed"):
+            if not ctx.in_model_turn:
+                ctx.in_model_turn = True
+                ctx.model_turns += 1
+            if item.event == "model_text_delta" and ctx.streaming is None and \
+                    set(MESSAGE_MODES) & set(ctx.modes):
+                with contextlib.suppress(InterlockError):
+                    ctx.streaming = await _model_message_id(ctx)
+        else:
+            ctx.in_model_turn = False
+            ctx.streaming = None
+        for chunk in _translate(ctx, item) + _message_chunk(ctx, item):
             yield chunk
         if item.event in ("tool_finished", "interrupt_raised"):
             with contextlib.suppress(InterlockError):
@@ -220,6 +244,16 @@ async def _follow(ctx: StreamContext, sub: Subscription,
             settle(ctx.rec, item)
     if not ctx.rec.done.is_set():
         ctx.rec.finish("error", STOPPED)
+
+
+async def _model_message_id(ctx: StreamContext) -> str:
+    """The id of the message the model's streaming text is stored as: the run's n-th model
+    message when the run is ahead of the stream and has stored it already, else the next
+    message of the thread."""
+    messages = (await ctx.load()).messages
+    ours = [i for i, m in enumerate(messages) if i >= ctx.accepted and m.role == "assistant"]
+    index = ours[ctx.model_turns - 1] if len(ours) >= ctx.model_turns else len(messages)
+    return derived_id("message", ctx.rec.thread_id, str(index))
 
 
 def _translate(ctx: StreamContext, ev: StreamEvent) -> list[bytes]:
@@ -254,22 +288,69 @@ def _translate(ctx: StreamContext, ev: StreamEvent) -> list[bytes]:
     return out
 
 
+def _message_chunk(ctx: StreamContext, ev: StreamEvent) -> list[bytes]:
+    """A piece of model text in the ``messages`` modes: ``messages-tuple`` sends the chunk and
+    its metadata, ``messages`` the metadata once and then the message so far."""
+    mid = ctx.streaming
+    if ev.event != "model_text_delta" or mid is None:
+        return []
+    text = str(ev.data.get("text", ""))
+    out: list[bytes] = []
+    if "messages-tuple" in ctx.modes:
+        out.append(sse("messages", [{"type": "AIMessageChunk", "content": text, "id": mid,
+                                     "tool_calls": [], "tool_call_chunks": [],
+                                     "invalid_tool_calls": []}, ctx.meta("model")]))
+    if "messages" in ctx.modes:
+        if mid not in ctx.streamed:
+            out.append(sse("messages/metadata", {mid: {"metadata": ctx.meta("model")}}))
+        so_far = ctx.streamed.get(mid, "") + text
+        out.append(sse("messages/partial", [{"type": "ai", "content": so_far, "id": mid,
+                                             "tool_calls": [], "invalid_tool_calls": []}]))
+    ctx.streamed[mid] = ctx.streamed.get(mid, "") + text
+    return out
+
+
+def _whole_message(ctx: StreamContext, m: dict[str, Any], node: str) -> list[bytes]:
+    """A stored message in the ``messages`` modes. A model message whose text streamed is not
+    sent again in ``messages-tuple`` (the client has joined the chunks): only its tool calls
+    follow, as one more chunk."""
+    out: list[bytes] = []
+    if "messages-tuple" in ctx.modes:
+        if m["id"] not in ctx.streamed:
+            out.append(sse("messages", [m, ctx.meta(node)]))
+        elif m.get("tool_calls"):
+            out.append(sse("messages", [{
+                "type": "AIMessageChunk", "content": "", "id": m["id"],
+                "tool_calls": m["tool_calls"], "invalid_tool_calls": [],
+                "tool_call_chunks": [{"name": c["name"], "args": json.dumps(c["args"]),
+                                      "id": c["id"], "index": i, "type": "tool_call_chunk"}
+                                     for i, c in enumerate(m["tool_calls"])]},
+                ctx.meta(node)]))
+    if "messages" in ctx.modes:
+        if m["id"] not in ctx.streamed:
+            out.append(sse("messages/metadata", {m["id"]: {"metadata": ctx.meta(node)}}))
+        out.append(sse("messages/complete", [m]))
+    return out
+
+
 def _snapshot(ctx: StreamContext, state: ThreadState, *, last: bool) -> list[bytes]:
     """``updates`` for messages added since the last snapshot (and pending interrupts at the
     end), ``values`` for the whole state, and the closing ``events``."""
     out: list[bytes] = []
     new = list(enumerate(state.messages))[ctx.seen_messages:]
     ctx.seen_messages = len(state.messages)
+    for i, m in new:
+        node = {"assistant": "model", "tool": GRAPH_NODE}.get(m.role)
+        if node is None:
+            continue
+        as_json = message_json(state.thread_id, i, m)
+        if "updates" in ctx.modes:
+            out.append(sse("updates", {node: {"messages": [as_json]}}))
+        out += _whole_message(ctx, as_json, node)
     if "updates" in ctx.modes:
-        for i, m in new:
-            node = {"assistant": "model", "tool": GRAPH_NODE}.get(m.role)
-            if node is not None:
-                out.append(sse("updates", {node: {
-                    "messages": [message_json(state.thread_id, i, m)]}}))
-        entries = pending_entries(state)
+        entries = shown(state, ctx.fmt)
         if last and entries:
-            out.append(sse("updates", {"__interrupt__": [interrupt_json(p, ctx.fmt)
-                                                         for p in entries]}))
+            out.append(sse("updates", {"__interrupt__": [p.to_json() for p in entries]}))
     if "values" in ctx.modes and (new or last):
         out.append(sse("values", values_json(state, ctx.fmt)))
     if last and "events" in ctx.modes:

@@ -4,16 +4,28 @@ Pure functions from the core's public types (``ThreadState``, ``Interrupt``, ``H
 messages) to the objects ``langgraph-sdk`` and Agent Inbox read: assistants, threads, thread
 states, interrupts and LangChain-style messages.
 
-Every pending tool call is one LangGraph interrupt (and one task) with its own id, in one of two
-formats chosen by the URL the client uses:
+Pending tool calls are LangGraph interrupts in one of three formats chosen by the URL the client
+uses:
 
-* ``hitl`` (``/langgraph``): LangChain's HITL request with one action request,
+* ``hitl`` (``/langgraph``): one interrupt (and one task) per pending call, with its own id:
+  LangChain's HITL request with one action request,
   ``{"action_requests": [...], "review_configs": [...]}``;
-* ``inbox`` (``/langgraph/agent-inbox``): Agent Inbox's ``HumanInterrupt``,
+* ``turn`` (``/langgraph/per-turn``): one interrupt per review request (by default one per
+  turn), as LangChain's middleware makes it: its id is the request's id and its value lists
+  every call of the turn, so ``interrupts[0].value.action_requests`` shows them all;
+* ``inbox`` (``/langgraph/agent-inbox``): one interrupt per pending call, as Agent Inbox's
+  ``HumanInterrupt``,
   ``{"action_request": {action, args}, "config": {allow_*}, "description": markdown}``.
 
 A pending ``interrupt(...)`` question is one interrupt whose value is the question (``hitl``),
 or a ``HumanInterrupt`` that only allows a text response (``inbox``).
+
+The display policy (:mod:`interlock.display`) applies as on the other surfaces: every
+interrupt carries ``display_warnings`` (what its texts hide, as the inbox's warning says it;
+empty when nothing), and the Agent Inbox format, which its client renders, shows every text
+that may come from a model with hidden characters escaped (``⟨U+202E⟩``) and the warning as
+its description's first line. The ``hitl`` format is data (LangChain's shape, which a client
+edits and sends back) and keeps the values as they are, as ``/api`` does.
 """
 
 from __future__ import annotations
@@ -27,13 +39,15 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
+from ... import display
 from ...agent import Agent, ThreadState
-from ...hitl import ActionRequest, HITLRequest, ReviewConfig
 from ...interrupts import Interrupt
 from ...messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ...review_request import ActionRequest, HITLRequest, ReviewConfig, read_request
+from ...storage.base import metadata_contains
 from ...subagent_tree import path_text
 
-Format = Literal["hitl", "inbox"]
+Format = Literal["hitl", "turn", "inbox"]
 LGStatus = Literal["idle", "busy", "interrupted", "error"]
 
 _NS = uuid.UUID("0f4b5a52-3c1e-4a57-9a39-6b1f3f0c7e21")  # interlock's namespace for derived ids
@@ -114,8 +128,7 @@ class Pending:
 
 
 def review_request(intr: Interrupt) -> HITLRequest:
-    value = intr.value
-    return value if isinstance(value, HITLRequest) else HITLRequest.model_validate(value)
+    return read_request(intr.value)
 
 
 def pending_entries(state: ThreadState) -> list[Pending]:
@@ -123,16 +136,19 @@ def pending_entries(state: ThreadState) -> list[Pending]:
     out: list[Pending] = []
     for intr in state.interrupts:
         if intr.kind == "review":
-            req = review_request(intr)
-            for a, c in zip(req.action_requests, req.review_configs, strict=True):
-                out.append(Pending(_call_interrupt_id(intr.id, a.tool_call_id), intr, a, c))
+            for a, c in review_request(intr).pairs():
+                out.append(Pending(_call_interrupt_id(intr.id, a.tool_call_id, c.revision),
+                                   intr, a, c))
         else:
             out.append(Pending(intr.id, intr))
     return out
 
 
-def _call_interrupt_id(interrupt_id: str, tool_call_id: str) -> str:
-    return hashlib.sha256(f"{interrupt_id}\x00{tool_call_id}".encode()).hexdigest()[:32]
+def _call_interrupt_id(interrupt_id: str, tool_call_id: str, revision: int) -> str:
+    """The LangGraph interrupt id of one revision of a pending call: an edit gives the call a
+    new id, so a response keyed by the id a client was shown is for that revision only."""
+    key = f"{interrupt_id}\x00{tool_call_id}" + (f"\x00{revision}" if revision > 1 else "")
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def _ticks(text: str, least: int) -> str:
@@ -158,17 +174,54 @@ def _code(text: str) -> str:
     return f"{ticks} {flat} {ticks}"
 
 
-def inbox_description(action: ActionRequest, config: ReviewConfig) -> str:
+def warnings_of(p: Pending) -> list[str]:
+    """What the texts of an interrupt hide (the inbox's warning), empty when nothing."""
+    if p.action is None:
+        return display.warnings(display.inspect(display.strings(jsonable(p.interrupt.value))))
+    a = p.action
+    return display.warnings(display.inspect(
+        [a.name, a.description, a.reason or "", *display.strings(jsonable(a.args))]))
+
+
+def _shown(value: Any) -> Any:
+    """A JSON value with the hidden characters of every string (keys too) escaped
+    (``⟨U+202E⟩``). Nothing else changes (line breaks, blank lines and trailing blanks stay),
+    since Agent Inbox edits these values in place and sends them back."""
+    if isinstance(value, str):
+        return display.escape_hidden(value)
+    if isinstance(value, dict):
+        return {display.escape_hidden(str(k)): _shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
+
+
+def _warning_lines(found: list[str]) -> list[str]:
+    return ["**⚠ Check this request closely:** " + " ".join(found), ""] if found else []
+
+
+def inbox_description(action: ActionRequest, config: ReviewConfig,
+                      found: list[str] | None = None) -> str:
     """Markdown for Agent Inbox. The tool name is the agent's own; every text that may come
     from the model (the policy's description, which may quote arguments, and the reason) is
-    fenced."""
-    lines = [f"**interlock review: tool {_code(action.name)}** (call "
-             f"{_code(action.tool_call_id)})", ""]
+    fenced and shown by the display policy, after the warning of what it hides."""
+    # Agent Inbox's list rows show the first 65 characters as plain text: a first line that
+    # reads the same raw and rendered (the tool name is the agent's own: letters, digits,
+    # '_' and '-')
+    lines = [f"Review a call of {display.one_line(action.name)}.", "",
+             f"**interlock review: tool {_code(display.one_line(action.name))}** (call "
+             f"{_code(display.one_line(action.tool_call_id))})", ""]
+    lines += _warning_lines(found or [])
     if action.path:  # raised inside a sub-agent: the path from this thread to the call
-        lines += ["Raised inside a sub-agent: " + _code(path_text(action.path)), ""]
-    lines += [_fence(action.description), ""]
+        lines += ["Raised inside a sub-agent: "
+                  + _code(display.one_line(path_text(action.path))), ""]
+    lines += [_fence(display.visible(action.description)), ""]
     if action.reason:
-        lines += ["Why this call pauses:", "", _fence(action.reason), ""]
+        lines += ["Why this call pauses:", "", _fence(display.visible(action.reason)), ""]
+    if config.revision > 1:
+        lines.append(f"Revision {config.revision} of this call, edited by "
+                     f"{_code(display.one_line(config.edited_by or '?'))}: approvals of "
+                     f"earlier revisions do not count.")
     lines.append("Allowed decisions: " + ", ".join(config.allowed_decisions) + ".")
     if config.reviewers:
         lines.append("Only reviewers holding one of these roles may decide: "
@@ -186,30 +239,110 @@ def interrupt_value(p: Pending, fmt: Format) -> Any:
         text = question if isinstance(question, str) else json.dumps(question, ensure_ascii=False)
         where = p.interrupt.path
         return {
-            "action_request": {"action": "question", "args": {"question": question}},
+            "action_request": {"action": "question", "args": {"question": _shown(question)}},
             "config": {"allow_accept": False, "allow_edit": False, "allow_respond": True,
                        "allow_ignore": False},
-            "description": "**The agent asks a question.** Answer with a response.\n\n"
-                           + (f"Raised inside a sub-agent: {_code(path_text(where))}\n\n"
-                              if where else "") + _fence(text),
+            "description": "The agent asks a question. Answer with a response.\n\n"
+                           + "\n".join(_warning_lines(warnings_of(p)))
+                           + (f"Raised inside a sub-agent: "
+                              f"{_code(display.one_line(path_text(where)))}\n\n"
+                              if where else "") + _fence(display.visible(text)),
         }
     if fmt == "hitl":
         return HITLRequest(action_requests=[p.action], review_configs=[p.config]).to_json()
     allowed = set(p.config.allowed_decisions)
     return {
-        "action_request": {"action": p.action.name, "args": jsonable(p.action.args)},
+        # hidden characters escaped (an edit sends back what the reviewer saw)
+        "action_request": {"action": p.action.name, "args": _shown(jsonable(p.action.args))},
         "config": {
             "allow_accept": "approve" in allowed,
             "allow_edit": "edit" in allowed,
             "allow_respond": bool(allowed & {"respond", "reject"}),
             "allow_ignore": True,
         },
-        "description": inbox_description(p.action, p.config),
+        "description": inbox_description(p.action, p.config, warnings_of(p)),
     }
 
 
-def interrupt_json(p: Pending, fmt: Format) -> dict[str, Any]:
-    return {"value": interrupt_value(p, fmt), "id": p.lg_id}
+def _const(kind: str, **props: Any) -> dict[str, Any]:
+    return {"type": "object", "required": ["type", *props],
+            "properties": {"type": {"const": kind}, **props}}
+
+
+def decision_schema(config: ReviewConfig) -> dict[str, Any]:
+    """A JSON schema of one decision the call's policy allows (the core still validates an
+    edit's arguments with the tool's own validators)."""
+    args = config.args_schema or {"type": "object"}
+    text = {"type": "string", "minLength": 1}
+    shapes = {"approve": _const("approve"),
+              "edit": _const("edit", edited_action={
+                  "type": "object", "required": ["name", "args"],
+                  "properties": {"name": {"type": "string"}, "args": args}}),
+              "reject": {**_const("reject"), "properties": {
+                  "type": {"const": "reject"}, "message": {"type": "string"}}},
+              "respond": _const("respond", message=text)}
+    return {"anyOf": [shapes[d] for d in config.allowed_decisions]}
+
+
+def response_schema(configs: list[ReviewConfig], fmt: Format) -> dict[str, Any]:
+    """A JSON schema of ``command.resume`` for one interrupt (LangGraph's
+    ``Interrupt.response_schema``): ``{"decisions": [...]}`` with one decision per call in
+    order, or (``inbox``) a one-item list of Agent Inbox ``HumanResponse`` objects."""
+    if fmt == "inbox":
+        c = configs[0]
+        allowed = set(c.allowed_decisions)
+        kinds = [k for k, ok in (("accept", "approve" in allowed), ("edit", "edit" in allowed),
+                                 ("response", bool(allowed & {"respond", "reject"})),
+                                 ("ignore", True)) if ok]
+        return {"type": "array", "minItems": 1, "maxItems": 1, "items": {
+            "type": "object", "required": ["type"],
+            "properties": {"type": {"enum": kinds}, "args": {}}}}
+    return {"type": "object", "required": ["decisions"], "properties": {"decisions": {
+        "type": "array", "minItems": 1, "maxItems": len(configs),
+        "prefixItems": [decision_schema(c) for c in configs], "items": False}}}
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One LangGraph interrupt as a client sees it: its id, its value and (for pending calls)
+    a JSON schema of the resume that answers it."""
+
+    lg_id: str
+    value: Any
+    warnings: list[str]
+    """What the display policy found in it (bidi, invisible characters, ...)."""
+    schema: dict[str, Any] | None = None
+
+    @property
+    def task_id(self) -> str:
+        return derived_id("task", self.lg_id)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"value": self.value, "id": self.lg_id, "display_warnings": self.warnings}
+        if self.schema is not None:
+            out["response_schema"] = self.schema
+        return out
+
+
+def shown(state: ThreadState, fmt: Format) -> list[Shown]:
+    """The thread's pending interrupts in ``fmt``: one per call, or (``turn``) one per review
+    request listing its calls; each pending question is one."""
+    entries = pending_entries(state)
+    if fmt != "turn":
+        return [Shown(p.lg_id, interrupt_value(p, fmt), warnings_of(p),
+                      response_schema([p.config], fmt) if p.config is not None else None)
+                for p in entries]
+    out = []
+    for i in state.interrupts:
+        if i.kind != "review":
+            out.append(Shown(i.id, jsonable(i.value), []))
+            continue
+        req = review_request(i)
+        found = list(dict.fromkeys(w for p in entries if p.interrupt.id == i.id
+                                   for w in warnings_of(p)))
+        out.append(Shown(i.id, _shown(req.to_json()), found,
+                         response_schema(list(req.review_configs), fmt)))
+    return out
 
 
 # -- messages, values, threads, states ---------------------------------------------------------
@@ -236,9 +369,9 @@ def values_json(state: ThreadState, fmt: Format) -> dict[str, Any]:
     values: dict[str, Any] = {
         "messages": [message_json(state.thread_id, i, m) for i, m in enumerate(state.messages)]
     }
-    entries = pending_entries(state)
+    entries = shown(state, fmt)
     if entries:
-        values["__interrupt__"] = [interrupt_json(p, fmt) for p in entries]
+        values["__interrupt__"] = [p.to_json() for p in entries]
     return values
 
 
@@ -247,23 +380,30 @@ def status_of(state: ThreadState) -> LGStatus:
 
 
 def thread_json(state: ThreadState, fmt: Format, assistant: AssistantInfo) -> dict[str, Any]:
-    entries = pending_entries(state)
+    entries = shown(state, fmt)
     return {
         "thread_id": state.thread_id, "created_at": iso(state.created_at),
         "updated_at": iso(state.updated_at), "state_updated_at": iso(state.updated_at),
-        "metadata": assistant.metadata(), "status": status_of(state), "config": {},
+        "metadata": {**state.metadata, **assistant.metadata()}, "status": status_of(state),
+        "config": {},
         "values": values_json(state, fmt),
-        "interrupts": {p.task_id: [interrupt_json(p, fmt)] for p in entries},
+        "interrupts": {p.task_id: [p.to_json()] for p in entries},
         "error": state.error,
     }
 
 
-def new_thread_json(thread_id: str, created_at: datetime,
-                    assistant: AssistantInfo) -> dict[str, Any]:
+def metadata_matches(metadata: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
+    """LangGraph's metadata filter, as the stores decide it: ``metadata`` contains ``wanted``
+    (``jsonb @>``: every key of ``wanted``, with a value that contains its value)."""
+    return metadata_contains(metadata, wanted or {})
+
+
+def new_thread_json(thread_id: str, created_at: datetime, assistant: AssistantInfo,
+                    metadata: dict[str, Any]) -> dict[str, Any]:
     """A thread created through the API that has had no run yet."""
     return {
         "thread_id": thread_id, "created_at": iso(created_at), "updated_at": iso(created_at),
-        "state_updated_at": iso(created_at), "metadata": assistant.metadata(),
+        "state_updated_at": iso(created_at), "metadata": {**metadata, **assistant.metadata()},
         "status": "idle", "config": {}, "values": None, "interrupts": {}, "error": None,
     }
 
@@ -275,14 +415,14 @@ def checkpoint_json(thread_id: str, version: int) -> dict[str, Any]:
 
 
 def state_json(state: ThreadState, fmt: Format) -> dict[str, Any]:
-    entries = pending_entries(state)
+    entries = shown(state, fmt)
     return {
         "values": values_json(state, fmt),
         "next": [GRAPH_NODE] if entries else [],
         "tasks": [{"id": p.task_id, "name": GRAPH_NODE, "error": None,
-                   "interrupts": [interrupt_json(p, fmt)], "checkpoint": None, "state": None,
+                   "interrupts": [p.to_json()], "checkpoint": None, "state": None,
                    "result": None} for p in entries],
-        "interrupts": [interrupt_json(p, fmt) for p in entries],
+        "interrupts": [p.to_json() for p in entries],
         "checkpoint": checkpoint_json(state.thread_id, state.version),
         "parent_checkpoint": (checkpoint_json(state.thread_id, state.version - 1)
                               if state.version > 1 else None),

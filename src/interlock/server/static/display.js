@@ -27,7 +27,7 @@ const HIDDEN = new RegExp(`[${HIDDEN_CLASS}]`, "gu");
 const TOKEN = new RegExp(
   `(?<fold>\\n{${FOLD_BREAKS},})`
   + "|(?<trail>[ \\t](?=\\n|$))"
-  + "|(?<emoji>(?<=\\p{So})[\\uFE0E\\uFE0F])"
+  + "|(?<emoji>(?<=\\p{So})(?<![\\u21B5\\u21E5])[\\uFE0E\\uFE0F])"
   + "|(?<brk>\\n)|(?<tab>\\t)"
   + `|(?<hidden>[${HIDDEN_CLASS}])`, "gu");
 const SO = /\p{So}/u;
@@ -383,11 +383,36 @@ export function showText(el, text) {
 }
 
 /** The visible warning for some texts (null when they hide nothing). */
+// The warning sign, drawn by the stylesheet: U+26A0 needs a font that has it (an emoji font),
+// and without one Chromium shows an empty box
+/**
+ * `code` in a description shown as code: the text nodes of `el` (made by textEl, so already
+ * plain text) are split at backtick pairs into text nodes and <code> elements. Nothing is
+ * parsed as HTML; a backtick without its pair stays as it is.
+ */
+export function codeSpans(el) {
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  for (const node of nodes) {
+    const parts = node.data.split(/`([^`\n]+)`/);
+    if (parts.length < 3) continue;
+    const out = parts.map((part, i) => (i % 2 ? h("code", { class: "inline-code" }, part)
+      : document.createTextNode(part)));
+    node.replaceWith(...out);
+  }
+  return el;
+}
+
+export function warnSign() {
+  return h("span", { class: "warn-sign", "aria-hidden": "true" });
+}
+
 export function warningEl(texts) {
   const lines = warnings(inspect(texts));
   if (!lines.length) return null;
   return h("div", { class: "display-warning", role: "alert" },
-    h("strong", {}, "⚠ Check this request closely: "),
+    h("strong", {}, warnSign(), "Check this request closely: "),
     lines.map((line) => h("div", {}, line)));
 }
 
@@ -395,5 +420,5 @@ export function warningEl(texts) {
 export function warningBadge(texts, serverWarnings = []) {
   const lines = [...new Set([...serverWarnings, ...warnings(inspect(texts))])];
   if (!lines.length) return null;
-  return h("span", { class: "badge display-warn", title: lines.join("\n") }, "⚠ hidden text");
+  return h("span", { class: "badge display-warn", title: lines.join("\n") }, warnSign(), "hidden text");
 }

@@ -2,12 +2,13 @@
 // detail view to decide on them. All model-produced text is inserted as text nodes.
 
 import * as api from "./api.js";
-import { jsonView, lineEl, showText, strings, textEl, warningBadge, warningEl } from "./display.js";
+import { codeSpans, jsonView, lineEl, showText, strings, textEl, warningBadge, warningEl } from "./display.js";
 import { append, clear, count, h, keyButton, relTime, timeEl, warmIntl } from "./dom.js";
 import { argsDiff } from "./diff.js";
 import { argsEditor } from "./form.js";
 import { historyRow } from "./history.js";
 import { childNotice, pathEl, viaText } from "./subagents.js";
+import { batchRefusal, candidates, openBatch } from "./batch.js";
 
 const ROW_H = 78;
 const OVERSCAN = 6;
@@ -37,6 +38,9 @@ const state = {
   detail: null,
   detailGen: 0,
   cards: new Map(),
+  batch: false,  // the "approve several" view is open (batch.js)
+  lost: new Map(),  // cards of requests someone else decided while they were open here
+  selectedIndex: 0,  // where the open thread sat in the list (to move on from it)
   stream: null,
   renderQueued: false,
   readyMarked: false,
@@ -94,7 +98,11 @@ function requestLine(s) {
   if (calls.length) {
     const names = [...new Set(calls.map((c) => c.name + viaText(c.path)))];
     const extra = calls.length > 1 ? ` (${calls.length} calls)` : "";
-    return { title: names.join(", ") + extra, detail: calls[0].args_preview };
+    // the arguments as a reader writes them (`to: ann@… · subject: …`), not as JSON; the
+    // policy's word on the risk ("Would delete 24 of 400 rows") comes first, where it has one
+    return { title: names.join(", ") + extra, detail: calls[0].args_summary || calls[0].args_preview,
+      risk: calls.map((c) => c.risk).find(Boolean) || "",
+      unknown: calls.some((c) => c.reason === "outcome_unknown") };
   }
   const input = s.pending.find((p) => p.kind === "input");
   if (input) return { title: `Question for you${viaText(input.path)}`, detail: input.question || "" };
@@ -120,13 +128,16 @@ function rowEl(s, index) {
   },
   h("div", { class: "row-top" },
     lineEl(line.title, 200, { class: "row-title" }),
+    line.unknown ? h("span", { class: "badge bad row-unknown" }, "outcome unknown") : null,
     rowWarning(s),
     state.status !== "interrupted" ? h("span", { class: `badge status-${s.status}` }, s.status) : null,
     h("span", { class: "row-time" }, timeEl(s.updated_at))),
-  lineEl(line.detail, 400, { class: "row-args mono" }),
+  // risk first: the policy's word on the call, then the arguments (the user's message gives way)
+  line.risk ? lineEl(line.risk, 400, { class: "row-risk" }) : lineEl(line.detail, 400, { class: "row-args mono" }),
   h("div", { class: "row-meta" },
-    line.about ? lineEl(line.meta, 300, { class: "row-preview" })
-      : s.preview ? lineEl(s.preview, 300, { class: "row-preview" }) : h("span", { class: "row-preview" }, "—"),
+    line.risk ? lineEl(line.detail, 400, { class: "row-args mono" })
+      : line.about ? lineEl(line.meta, 300, { class: "row-preview" })
+        : s.preview ? lineEl(s.preview, 300, { class: "row-preview" }) : h("span", { class: "row-preview" }, "—"),
     lineEl(s.thread_id, 200, { class: "row-id mono" })));
   row.style.top = `${index * ROW_H}px`;
   return row;
@@ -134,6 +145,8 @@ function rowEl(s, index) {
 
 function renderList() {
   const list = $("#list");
+  const at = state.order.indexOf(state.selected);
+  if (at >= 0) state.selectedIndex = at;
   const spacer = $("#list-spacer");
   spacer.style.height = `${state.order.length * ROW_H}px`;
   const top = list.scrollTop;
@@ -297,6 +310,13 @@ function upsert(s) {
   if (s.thread_id === state.selected && (!state.detail || s.version > state.detail.version)) {
     refreshDetail();
   }
+  // the right pane does not stay empty while a request waits
+  if (fits && !state.selected && wide() && state.status === "interrupted") select(s.thread_id);
+}
+
+// side by side (list and request), not the phone layout that shows one at a time
+function wide() {
+  return window.matchMedia("(min-width: 801px)").matches;
 }
 
 function onInboxEvent(name, data) {
@@ -338,7 +358,14 @@ function route() {
   state.selected = id;
   state.detail = null;
   state.cards = new Map();
+  state.lost = new Map();
+  document.body.classList.toggle("reading", Boolean(id));
   scheduleRender();
+  $("#detail").keys = null;
+  state.batch = false;
+  // the note about the decision just made stays while the inbox moves on from it
+  if (!state.keepNote) $("#done").hidden = true;
+  state.keepNote = false;
   if (id) openDetail(id);
   else renderPlaceholder();
 }
@@ -358,7 +385,7 @@ let refreshing = null;
 let refreshAgain = false;
 
 async function refreshDetail(force = false) {
-  if (!state.selected) return;
+  if (!state.selected || state.batch) return;  // the batch view stays until it is closed
   if (refreshing) {
     refreshAgain = true;
     return;
@@ -370,6 +397,10 @@ async function refreshDetail(force = false) {
   if (id === state.selected) {
     if (r.ok) {
       if (force || !state.detail || r.data.version !== state.detail.version) renderDetail(r.data);
+    } else if (r.status === 403 && state.detail && state.detail.thread_id === id) {
+      // no longer readable here: someone else decided what this reviewer could decide
+      for (const [key, card] of state.cards) loseCard(key, card, id);
+      state.cards = new Map();
     } else if (r.status !== 401) {
       clear($("#detail")).append(h("div", { class: "placeholder error" },
         r.status === 404 ? ["Thread ", lineEl(id), " does not exist (any more)."]
@@ -459,7 +490,10 @@ async function cancelThread(t, box) {
   err.textContent = "";
   const r = await api.post(`api/threads/${enc(t.thread_id)}/cancel`, reason ? { reason } : {});
   if (!r.ok) showText(err, r.data.message || `HTTP ${r.status}`);
-  else refreshDetail(true);
+  else {
+    for (const card of state.cards.values()) card.classList.add("decided");  // by this reviewer
+    refreshDetail(true);
+  }
 }
 
 function reconcile(container, keyed) {
@@ -483,10 +517,11 @@ function renderRequests(t) {
     if (intr.kind === "review") {
       const req = intr.value;
       req.action_requests.forEach((action, i) => {
-        const key = `${intr.id}:${action.tool_call_id}`;
+        // an edit makes a new revision: a new card, whose decisions name that revision
+        const key = `${intr.id}:${action.tool_call_id}:${req.review_configs[i].revision || 1}`;
         const card = state.cards.get(key)
           || reviewCard(t, intr, action, req.review_configs[i],
-            (t.call_tools || {})[key] || t.tools[action.name]);
+            (t.call_tools || {})[`${intr.id}:${action.tool_call_id}`] || t.tools[action.name]);
         card.dataset.key = key;
         next.set(key, card);
         keyed.push([key, card]);
@@ -499,11 +534,13 @@ function renderRequests(t) {
       keyed.push([key, card]);
     }
   }
+  for (const [key, card] of state.cards) if (!next.has(key)) loseCard(key, card, t.thread_id);
+  keyed.unshift(...state.lost);
   state.cards = next;
   const heading = parts.requests.parentElement.querySelector("h3")
     || parts.requests.parentElement.insertBefore(h("h3", {}), parts.requests);
-  heading.textContent = keyed.length ? `Needs your decision (${keyed.length})` : "";
-  heading.hidden = !keyed.length;
+  heading.textContent = next.size ? `Needs your decision (${next.size})` : "";
+  heading.hidden = !next.size;
   reconcile(parts.requests, keyed);
 }
 
@@ -535,18 +572,22 @@ function reviewCard(t, intr, action, config, tool) {
     error.textContent = "";
     errEl.textContent = "";
     status.textContent = "Sending…";
+    // the decision is for the revision of the call this card shows (409 if it changed)
     const r = await api.post(`api/threads/${enc(t.thread_id)}/decisions`, {
-      interrupt_id: intr.id, decisions: { [action.tool_call_id]: decision },
+      interrupt_id: intr.id,
+      decisions: { [action.tool_call_id]: { ...decision, revision: config.revision || 1 } },
     });
     if (r.ok) {
       card.classList.add("decided");
       status.textContent = `${LABELS[decision.type]}${decision.remember ? " (remembered for this thread)" : ""}. The run continues…`;
       panel.hidden = true;
       refreshDetail();
+      decidedHere(t.thread_id, `${LABELS[decision.type]} ${action.name}`);
     } else {
       status.textContent = "";
       showText(errEl, r.data.message || `HTTP ${r.status}`);
       busy(false);
+      if (r.status === 403 || r.status === 409) refreshDetail(true);  // decided elsewhere?
     }
   }
 
@@ -671,7 +712,9 @@ function reviewCard(t, intr, action, config, tool) {
     keys.a = approve;
     // a call that needs several approvals cannot be remembered (it would skip the others),
     // nor one whose policy says allow_remember=False
-    if ((config.approvals || 1) <= 1 && config.allow_remember !== false) {
+    // nor one whose outcome is unknown (it would let later calls of the tool run unseen)
+    if ((config.approvals || 1) <= 1 && config.allow_remember !== false
+        && action.reason !== "outcome_unknown") {
       // one step for a tool declared read-only; otherwise a confirmation that says what
       // remembering means
       const remember = () => (readOnly ? decide({ type: "approve", remember: "thread" }, error)
@@ -681,6 +724,24 @@ function reviewCard(t, intr, action, config, tool) {
           title: `Approve, and approve later ${action.name} calls in this thread without asking`,
           onclick: remember }));
       keys.m = remember;
+    }
+  }
+  // other requests of this tool wait: an offer to approve them together, each shown first
+  let offer = null;
+  if (allowed.has("approve") && permitted && !batchRefusal(config, action) && !action.path) {
+    const others = candidates([...state.threads.values()], action.name, t.thread_id);
+    if (others.length) {
+      const several = () => {
+        state.batch = true;
+        openBatch($("#detail"), { thread: t, intr, action, config }, others, {
+          mayDecide: rolesOk,
+          done: () => { state.batch = false; state.detail = null; refreshDetail(true); },
+        });
+      };
+      offer = h("p", { class: "batch-offer muted" },
+        `${others.length} more ${action.name} request${others.length === 1 ? "" : "s"} wait${others.length === 1 ? "s" : ""}. `,
+        keyButton("Approve several…", "S", { class: "btn ghost small approve-several", onclick: several }));
+      keys.s = several;
     }
   }
   if (allowed.has("edit")) {
@@ -710,13 +771,17 @@ function reviewCard(t, intr, action, config, tool) {
   }
 
   const badges = [];
-  if (action.reason) badges.push(h("span", { class: "badge warn" }, action.reason === "outcome_unknown" ? "outcome unknown" : action.reason));
+  if (action.reason) badges.push(h("span", { class: `badge ${action.reason === "outcome_unknown" ? "bad" : "warn"}` }, action.reason === "outcome_unknown" ? "outcome unknown" : action.reason));
   if (config.expires_at) badges.push(h("span", { class: "badge muted-badge", title: config.expires_at }, "expires ", relTime(config.expires_at)));
   if (config.reviewers) badges.push(h("span", { class: "badge role" }, "role: ", config.reviewers.join(" or ")));
   if ((config.approvals || 1) > 1) {
     const given = (config.approved_by || []).map((a) => a.by);
     badges.push(h("span", { class: "badge role", title: "approvals needed from distinct reviewers" },
       `approvals ${given.length} of ${config.approvals}`, given.length ? [": ", lineEl(given.join(", "), 200)] : ""));
+  }
+  if ((config.revision || 1) > 1) {
+    badges.push(h("span", { class: "badge warn revision", title: "the call was edited; approvals of earlier revisions do not count" },
+      `revision ${config.revision}, edited by `, lineEl(config.edited_by || "?", 100)));
   }
   if (config.escalated_at) badges.push(h("span", { class: "badge warn" }, "escalated"));
 
@@ -725,15 +790,21 @@ function reviewCard(t, intr, action, config, tool) {
       lineEl(action.name, 200, { class: "tool-name" }),
       ...badges,
       lineEl(action.tool_call_id, 100, { class: "call-id mono", title: "tool call id" })),
+    // what matters most first: an outcome that may already have happened, hidden text, the
+    // policy's word on this call (its risk, e.g. "would delete 24 of 400 rows"); then the
+    // tool's docstring and the arguments
+    action.reason === "outcome_unknown" ? h("p", { class: "outcome-unknown", role: "note" },
+      h("strong", {}, "Outcome unknown: "), "this call may already have run before the process "
+      + "stopped. Check by hand before approving it again.") : null,
     warningEl([action.name, action.description || "", ...strings(action.args)]),
     pathEl(action.path),
-    tool && tool.description ? textEl(tool.description, { tag: "p", lines: 6, attrs: { class: "tool-doc" } }) : null,
-    description ? textEl(description, { lines: 8, attrs: { class: "desc" } }) : null,
+    description ? codeSpans(textEl(description, { lines: 8, attrs: { class: "desc" } })) : null,
+    tool && tool.description ? codeSpans(textEl(tool.description, { tag: "p", lines: 6, attrs: { class: "tool-doc" } })) : null,
     argsView(action.args),
     permitted ? null : h("p", { class: "notice" },
       `Only a reviewer with the role ${config.reviewers.join(" or ")} can decide this call.`),
     h("div", { class: "actions" }, buttons),
-    panel, confirmBox, status, error,
+    offer, panel, confirmBox, status, error,
   ]);
   busy(false);
   card.keys = permitted ? keys : {};
@@ -796,6 +867,7 @@ function inputCard(t, intr) {
       status.textContent = "Answered. The run continues…";
       card.classList.add("decided");
       refreshDetail();
+      decidedHere(t.thread_id, "Answered the question");
     } else {
       showText(error, r.data.message || `HTTP ${r.status}`);
       send.disabled = false;
@@ -942,6 +1014,89 @@ function renderHistory(t) {
   if (t.history_truncated) box.append(h("p", { class: "muted" }, "Older entries are in the audit log (api/audit)."));
 }
 
+// ------------------------------------------------------------------ moving on, losing a race
+
+// After this reviewer's decision leaves the thread waiting for nothing more: a note that says
+// what was done (with a way back), and the next pending request opens.
+function decidedHere(threadId, what) {
+  if (currentCard()) return;  // more requests wait in this thread
+  const note = $("#done");
+  note.replaceChildren(`${what} in thread `, lineEl(threadId, 120, { class: "mono" }), ". ",
+    h("a", { href: `#/t/${enc(threadId)}`, class: "done-open" }, "Open it again"));
+  note.hidden = false;
+  if (state.status !== "interrupted") return;
+  const rest = state.order.filter((id) => id !== threadId);
+  const at = state.order.indexOf(threadId);
+  const next = at >= 0 ? state.order[at + 1] || state.order[at - 1]
+    : rest[Math.min(state.selectedIndex, rest.length - 1)];
+  if (next && next !== threadId) {
+    state.keepNote = true;
+    select(next);
+  }
+}
+
+const DID = { approve: "approved", edit: "edited, then approved", reject: "rejected",
+  respond: "answered instead of running" };
+
+// A request open here was decided by someone else: the card stays, saying who decided what and
+// when, and what this reviewer had typed is kept and offered as a follow-up message.
+function loseCard(key, card, threadId) {
+  if (card.classList.contains("decided")) return;
+  card.classList.add("decided", "decided-elsewhere");
+  state.lost.set(key, card);
+  const draft = [...card.querySelectorAll(".panel textarea")].map((b) => b.value.trim())
+    .find(Boolean) || "";
+  for (const el of card.querySelectorAll(":scope > .actions, :scope > .panel, :scope > .confirm, "
+    + ":scope > .card-status, :scope > .error")) el.hidden = true;
+  const said = h("p", { class: "elsewhere-what" }, "Someone else decided this request…");
+  const box = h("div", { class: "elsewhere", role: "status" }, said);
+  const dismiss = h("button", { type: "button", class: "btn ghost small elsewhere-dismiss",
+    onclick: () => { state.lost.delete(key); card.remove(); } }, "Dismiss");
+  card.append(box);
+  if (draft) box.append(draftEl(draft, threadId));
+  box.append(h("div", { class: "actions" }, dismiss));
+  api.get(`api/threads/${enc(threadId)}/calls/${enc(card.dataset.callId)}`).then((r) => {
+    if (r.ok && r.data.decision) {
+      const d = r.data;
+      append(clear(said), [lineEl(d.decided_by || "someone", 100, { class: "who-decided" }), " ",
+        DID[d.decision] || d.decision, " this call ", timeEl(d.decided_at), ".",
+        d.runs ? [" It runs as ", lineEl(d.runs.name, 200, { class: "tool-name" }), " with ",
+          lineEl(JSON.stringify(d.runs.args), 300, { class: "mono" }), "."] : "",
+        d.message ? [" Their words: ", lineEl(d.message, 500)] : ""]);
+    } else if (!r.ok) {
+      said.replaceChildren("This request was decided, cancelled or expired by someone else.");
+    }
+  });
+}
+
+function draftEl(draft, threadId) {
+  const text = h("textarea", { rows: 3, class: "message draft-text", "aria-label": "Your draft" });
+  text.value = draft;
+  const error = h("p", { class: "error", role: "alert" });
+  const done = h("p", { class: "card-status", role: "status" });
+  const send = h("button", { type: "button", class: "btn respond draft-send" }, "Send as a follow-up message");
+  send.addEventListener("click", async () => {
+    const message = text.value.trim();
+    if (!message) return;
+    send.disabled = true;
+    error.textContent = "";
+    const r = await api.post(`api/threads/${enc(threadId)}/messages`, { message });
+    if (r.ok) {
+      done.textContent = "Sent to the agent as a new message.";
+      refreshDetail(true);
+    } else {
+      showText(error, r.status === 409
+        ? "The thread is still busy with the decision above: send it once the run has finished."
+        : r.data.message || `HTTP ${r.status}`);
+      send.disabled = false;
+    }
+  });
+  const mayPost = state.detail && state.detail.thread_id === threadId && state.detail.may_post !== false;
+  return h("div", { class: "draft" },
+    h("p", {}, "Your text was not sent. It is kept here", mayPost ? "; you can send it to the agent as a follow-up:" : " (only the thread's creator or an admin can post to the thread; copy it from here):"),
+    text, mayPost ? send : null, done, error);
+}
+
 // ------------------------------------------------------------------ keyboard
 
 function typing(el) {
@@ -976,7 +1131,7 @@ function onKey(e) {
   const target = e.target;
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
     // send the panel (edit, reject, respond, answer, follow-up) that has the focus
-    const scope = target.closest && target.closest(".panel, .card, .follow-up");
+    const scope = target.closest && target.closest(".panel, .card, .follow-up, .batch");
     const submit = scope && scope.querySelector('button[aria-keyshortcuts="Ctrl+Enter"]');
     if (submit && !submit.disabled && submit.offsetParent) {
       e.preventDefault();
@@ -986,6 +1141,7 @@ function onKey(e) {
   }
   if (e.key === "Escape") {
     if (!$("#help").hidden) toggleHelp(false);
+    else if ($("#detail .batch") && $("#detail").keys) $("#detail").keys.escape();
     else {
       const card = target.closest && target.closest(".card");
       if (card && card.keys && card.keys.escape) card.keys.escape();
@@ -1068,6 +1224,10 @@ async function boot() {
   // a filter changed while api/me was on its way has loaded the list already
   if (state.listGen === genBefore) await loadList(first);
   route();
+  if (!state.selected && wide() && state.status === "interrupted") {
+    recompute();
+    if (state.order.length) select(state.order[0]);
+  }
 }
 
 function wire() {
@@ -1096,6 +1256,20 @@ function wire() {
       loadList();
     }, SEARCH_DELAY_MS);
   });
+  $("#search").addEventListener("keydown", async (e) => {
+    // Enter opens the first match (the only one, when the filter narrowed it to one)
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    clearTimeout(state.searchTimer);
+    state.search = e.target.value;
+    await loadList();
+    recompute();
+    if (state.order.length) {
+      select(state.order[0]);
+      e.target.blur();
+    }
+  });
+  $("#back").addEventListener("click", () => { location.hash = ""; });
   const list = $("#list");
   list.addEventListener("scroll", () => {
     if (!state.renderQueued) {

@@ -1,0 +1,444 @@
+"""The cost of one approval cycle, against its physical floor and against the peers, in one run.
+
+    .venv-bench/bin/python bench/cycle_cost.py [--quick] [--no-callgrind] [--out DIR]
+
+A cycle is the benchmark's scenario (``scenario.py``): a user message, the model proposes
+``write_file``, the run pauses, a reviewer approves, the tool runs once, the model answers.
+Every figure is measured in this run, each system alone in a new process:
+
+* **instructions per cycle** (valgrind's callgrind, ``PYTHONHASHSEED=0``): two processes per
+  system, ``warm`` cycles then 0 and ``warm`` cycles then ``cycles`` more; the difference
+  divided by ``cycles`` is one cycle's count, start-up and warm-up cancel out. Repeatable to a
+  fraction of a percent on a loaded machine: the primary figure;
+* **CPU and wall time per cycle**: blocks of cycles in alternating processes (interlock,
+  floor, peers, interlock, ...), the median of the blocks' per-cycle means;
+* **the SQLite commit floor**: a bare ``sqlite3`` loop that makes, per cycle, the same number
+  of commits as an interlock SQLite cycle (counted on its connections), each inserting as many
+  bytes as interlock stores per commit, with the store's own pragmas (WAL,
+  ``synchronous=FULL``, ...). Its wall time is what the disk and SQLite need at least;
+* **the cold resume's floor**: a new process that opens a SQLite database with the same
+  pragmas and makes the resume's commits, against a new process that resumes a paused
+  50-cycle thread (``cold_resume_child.py``); both count from after the imports;
+* **bytes per cycle** at 50 cycles (memory and SQLite stores, every feature on);
+* the peers (LangChain with ``InMemorySaver``, Pydantic AI, the OpenAI Agents SDK), in memory
+  with their persistence counted (``peers.py``).
+
+The result is one JSON file in ``--out`` (``cycle-YYYY-MM-DD-HHMM.json``) and a table on
+stdout with each target of the cycle's cost and whether this run meets it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+SYSTEMS = ("il-memory", "il-sqlite", "floor-sqlite", "lc-memory", "pydantic-ai",
+           "openai-agents")
+PEERS = {"lc-memory": "LangChain", "pydantic-ai": "Pydantic AI",
+         "openai-agents": "OpenAI Agents SDK"}
+
+TARGETS = {
+    # name: (what, limit, goal, higher_is_better)
+    "memory_instructions": ("memory cycle, instructions", 3.7e6, 3.0e6, False),
+    "sqlite_vs_floor": ("SQLite cycle / its commit floor (wall time, alternating)", 2.5, 2.0,
+                        False),
+    "cold_vs_floor": ("cold resume call / its floor", 1.5, None, False),
+    "bytes_per_cycle": ("bytes per cycle at 50 cycles (SQLite)", 7000.0, None, False),
+    "lc-memory": ("LangChain / interlock, CPU per cycle (memory)", 5.0, 6.0, True),
+    "pydantic-ai": ("Pydantic AI / interlock, CPU per cycle (memory)", 8.0, 10.0, True),
+    "openai-agents": ("OpenAI Agents SDK / interlock, CPU per cycle (memory)", 8.0, 10.0,
+                      True),
+}
+
+
+# --------------------------------------------------------------------------- the children
+
+class CommitCounter:
+    """Counts ``COMMIT`` statements on every SQLite connection opened after ``install``."""
+
+    def __init__(self) -> None:
+        self.commits = 0
+        self._connect = sqlite3.connect
+
+    def install(self) -> None:
+        counter = self
+
+        def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            conn = counter._connect(*args, **kwargs)
+            conn.set_trace_callback(counter._seen)
+            return conn
+
+        sqlite3.connect = connect  # type: ignore[assignment]
+
+    def _seen(self, statement: str) -> None:
+        if statement.lstrip()[:6].upper() == "COMMIT":
+            self.commits += 1
+
+
+def floor_loop(path: str, commits: int, size: int, pragmas: dict[str, str]) -> Callable[
+        [str], None]:
+    """One floor "cycle": ``commits`` durable commits, each inserting ``size`` bytes."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    for name, value in pragmas.items():
+        conn.execute(f"PRAGMA {name}={value}")
+    conn.execute("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, k TEXT, v BLOB)")
+    conn.execute("CREATE INDEX IF NOT EXISTS t_k ON t (k)")
+    payload = os.urandom(max(1, size))
+
+    def cycle(thread_id: str) -> None:
+        for i in range(commits):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO t (k, v) VALUES (?, ?)", (f"{thread_id}/{i}", payload))
+            conn.execute("COMMIT")
+
+    return cycle
+
+
+def make_system(name: str, workdir: str, floor: dict[str, Any] | None) -> Any:
+    if name == "il-memory":
+        from il_side import InterlockSystem
+
+        return InterlockSystem("memory")
+    if name == "il-sqlite":
+        from il_side import InterlockSystem
+
+        s = InterlockSystem("sqlite", sqlite_path=str(Path(workdir) / "il.db"))
+        s.open()
+        return s
+    if name == "lc-memory":
+        from lc_side import LangChainSystem
+
+        return LangChainSystem("memory")
+    if name == "pydantic-ai":
+        from peers import PydanticAISystem
+
+        return PydanticAISystem()
+    if name == "openai-agents":
+        from peers import OpenAIAgentsSystem
+
+        return OpenAIAgentsSystem()
+    raise ValueError(name)
+
+
+def child(a: argparse.Namespace) -> None:
+    """Run ``warm`` + ``cycles`` cycles of one system and print one JSON line."""
+    workdir = a.workdir
+    floor = json.loads(a.floor) if a.floor else None
+    counter = CommitCounter()
+    if a.count_commits:
+        counter.install()
+    if a.system == "floor-sqlite":
+        assert floor is not None
+        one = floor_loop(str(Path(workdir) / "floor.db"), floor["commits"], floor["size"],
+                         floor["pragmas"])
+
+        def run_cycle(tid: str) -> None:
+            one(tid)
+
+        system = None
+    else:
+        system = make_system(a.system, workdir, floor)
+
+        def run_cycle(tid: str) -> None:
+            system.pause(tid)
+            system.resume(tid)
+
+    for i in range(a.warm):
+        run_cycle(f"w{i}")
+    commits0 = counter.commits
+    bytes0 = system.stored_bytes() if system is not None else 0
+    c0, w0 = time.process_time(), time.perf_counter()
+    for i in range(a.cycles):
+        run_cycle(f"c{i}")
+    c1, w1 = time.process_time(), time.perf_counter()
+    out: dict[str, Any] = {"system": a.system, "cycles": a.cycles,
+                           "cpu_ms": (c1 - c0) * 1e3 / max(1, a.cycles),
+                           "wall_ms": (w1 - w0) * 1e3 / max(1, a.cycles)}
+    if a.count_commits:
+        out["commits_per_cycle"] = (counter.commits - commits0) / max(1, a.cycles)
+    if system is not None:
+        out["bytes_per_cycle"] = (system.stored_bytes() - bytes0) / max(1, a.cycles)
+        if a.system == "il-sqlite":
+            conn = sqlite3.connect(system.checkpointer.path)
+            out["pragmas"] = {
+                "journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
+                "synchronous": str(system.checkpointer.synchronous),
+                "temp_store": "MEMORY",
+            }
+            conn.close()
+        system.close()
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def cold_floor_child(a: argparse.Namespace) -> None:
+    """A new process's floor for the cold resume: open the database, make the commits."""
+    floor = json.loads(a.floor)
+    t0 = time.perf_counter()
+    conn = sqlite3.connect(floor["path"], isolation_level=None)
+    for name, value in floor["pragmas"].items():
+        conn.execute(f"PRAGMA {name}={value}")
+    conn.execute("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, k TEXT, v BLOB)")
+    payload = os.urandom(max(1, floor["size"]))
+    for i in range(floor["commits"]):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO t (k, v) VALUES (?, ?)", (f"cold/{i}", payload))
+        conn.execute("COMMIT")
+    t1 = time.perf_counter()
+    conn.close()
+    print("RESULT " + json.dumps({"floor_s": t1 - t0}), flush=True)
+
+
+# --------------------------------------------------------------------------- the parent
+
+def run_child(args: list[str], *, valgrind: Path | None = None,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), *args]
+    if valgrind is not None:
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={valgrind}", *cmd]
+    e = dict(os.environ, PYTHONHASHSEED="0", **(env or {}))
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, check=False)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return dict(json.loads(line[7:]))
+    raise RuntimeError(f"no result from {' '.join(cmd)}:\n{p.stdout[-2000:]}")
+
+
+def callgrind_total(path: Path) -> int:
+    for line in path.read_text().splitlines():
+        m = re.match(r"(?:summary|totals):\s+(\d+)", line)
+        if m:
+            return int(m.group(1))
+    raise RuntimeError(f"no totals in {path}")
+
+
+def instructions(system: str, workdir: str, floor: dict[str, Any] | None, warm: int,
+                 cycles: int) -> float:
+    counts = []
+    for n in (0, cycles):
+        wd = tempfile.mkdtemp(dir=workdir)
+        out = Path(wd) / "callgrind.out"
+        run_child(["--child", system, "--warm", str(warm), "--cycles", str(n),
+                   "--workdir", wd, *(["--floor", json.dumps(floor)] if floor else [])],
+                  valgrind=out)
+        counts.append(callgrind_total(out))
+        shutil.rmtree(wd, ignore_errors=True)
+    return (counts[1] - counts[0]) / cycles
+
+
+def timed_blocks(systems: list[str], workdir: str, floor: dict[str, Any], warm: int,
+                 cycles: int, blocks: int) -> dict[str, dict[str, Any]]:
+    per: dict[str, list[dict[str, Any]]] = {s: [] for s in systems}
+    for b in range(blocks):
+        order = systems if b % 2 == 0 else list(reversed(systems))
+        for s in order:
+            wd = tempfile.mkdtemp(dir=workdir)
+            per[s].append(run_child(["--child", s, "--warm", str(warm), "--cycles", str(cycles),
+                                     "--workdir", wd, "--floor", json.dumps(floor)]))
+            shutil.rmtree(wd, ignore_errors=True)
+    out: dict[str, dict[str, Any]] = {}
+    for s, rows in per.items():
+        out[s] = {"cpu_ms": statistics.median(r["cpu_ms"] for r in rows),
+                  "wall_ms": statistics.median(r["wall_ms"] for r in rows),
+                  "blocks": [{"cpu_ms": r["cpu_ms"], "wall_ms": r["wall_ms"]} for r in rows]}
+    return out
+
+
+def cold_resume(workdir: str, floor: dict[str, Any], rounds: int) -> dict[str, Any]:
+    """Alternating new processes: interlock resuming a paused 50-cycle thread, and the floor."""
+    from il_side import InterlockSystem
+
+    resume_s: list[float] = []
+    floor_s: list[float] = []
+    commits: list[float] = []
+    for _ in range(rounds):
+        wd = tempfile.mkdtemp(dir=workdir)
+        path = str(Path(wd) / "cold.db")
+        s = InterlockSystem("sqlite", sqlite_path=path)
+        s.open()
+        for _ in range(49):
+            s.pause("cold")
+            s.resume("cold")
+        s.pause("cold")
+        s.close()
+        res = run_child(["--cold-interlock", path])
+        resume_s.append(res["open_s"] + res["resume_s"])
+        commits.append(res["commits"])
+        f = dict(floor, commits=round(res["commits"]), path=str(Path(wd) / "floor.db"))
+        floor_s.append(run_child(["--cold-floor", "--floor", json.dumps(f)])["floor_s"])
+        shutil.rmtree(wd, ignore_errors=True)
+    return {"call_ms": statistics.median(resume_s) * 1e3,
+            "floor_ms": statistics.median(floor_s) * 1e3,
+            "commits": statistics.median(commits),
+            "rounds": rounds}
+
+
+def cold_interlock_child(path: str) -> None:
+    counter = CommitCounter()
+    counter.install()
+    from il_side import InterlockSystem
+
+    t0 = time.perf_counter()
+    s = InterlockSystem("sqlite", sqlite_path=path)
+    s.open()
+    t1 = time.perf_counter()
+    s.resume("cold")
+    t2 = time.perf_counter()
+    commits = counter.commits
+    s.close()
+    print("RESULT " + json.dumps({"open_s": t1 - t0, "resume_s": t2 - t1,
+                                  "commits": commits}), flush=True)
+
+
+def bytes_at_50(workdir: str) -> dict[str, float]:
+    from il_side import InterlockSystem
+
+    out = {}
+    for backend in ("memory", "sqlite"):
+        s = InterlockSystem(backend, sqlite_path=str(Path(workdir) / f"bytes-{backend}.db"))
+        for _ in range(50):
+            s.pause("grow")
+            s.resume("grow")
+        out[backend] = s.stored_bytes() / 50
+        s.close()
+    return out
+
+
+def verdict(value: float, limit: float, higher: bool) -> str:
+    ok = value >= limit if higher else value <= limit
+    return "met" if ok else "MISSED"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer blocks and cycles (a smoke run)")
+    p.add_argument("--smoke", action="store_true",
+                   help="a few cycles of each: checks that the benchmark runs, not its numbers")
+    p.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
+    p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--instructions", metavar="SYSTEM[,SYSTEM]", default=None,
+                   help="only count instructions per cycle of these systems (e.g. il-memory) "
+                        "and print them; nothing is written")
+    p.add_argument("--child", choices=SYSTEMS, dest="system", help=argparse.SUPPRESS)
+    p.add_argument("--warm", type=int, default=30, help=argparse.SUPPRESS)
+    p.add_argument("--cycles", type=int, default=100, help=argparse.SUPPRESS)
+    p.add_argument("--workdir", help=argparse.SUPPRESS)
+    p.add_argument("--floor", help=argparse.SUPPRESS)
+    p.add_argument("--count-commits", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--cold-interlock", help=argparse.SUPPRESS)
+    p.add_argument("--cold-floor", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.system:
+        child(a)
+        return 0
+    if a.cold_interlock:
+        cold_interlock_child(a.cold_interlock)
+        return 0
+    if a.cold_floor:
+        cold_floor_child(a)
+        return 0
+
+    if a.instructions:
+        with tempfile.TemporaryDirectory() as workdir:
+            probe = run_child(["--child", "il-sqlite", "--warm", "5", "--cycles", "5",
+                               "--workdir", workdir, "--count-commits"])
+            commits = max(1, round(probe["commits_per_cycle"]))
+            floor = {"commits": commits, "size": int(probe["bytes_per_cycle"] / commits),
+                     "pragmas": probe["pragmas"]}
+            for s in a.instructions.split(","):
+                n = instructions(s, workdir, floor, a.warm, a.cycles)
+                print(f"{s:14} {n / 1e6:8.3f}M instructions per cycle", flush=True)
+        return 0
+
+    from scenario import machine_info
+
+    warm, cycles, blocks, rounds = ((2, 3, 1, 1) if a.smoke else (10, 20, 3, 3) if a.quick
+                                    else (30, 100, 7, 9))
+    started = time.time()
+    result: dict[str, Any] = {"machine": machine_info(), "started": time.strftime(
+        "%Y-%m-%d %H:%M:%S", time.gmtime(started)), "quick": a.quick or a.smoke}
+    with tempfile.TemporaryDirectory() as workdir:
+        # 1. what an interlock SQLite cycle commits, to build its floor
+        probe = run_child(["--child", "il-sqlite", "--warm", str(warm), "--cycles",
+                           str(cycles), "--workdir", workdir, "--count-commits"])
+        commits = max(1, round(probe["commits_per_cycle"]))
+        floor = {"commits": commits, "size": int(probe["bytes_per_cycle"] / commits),
+                 "pragmas": probe["pragmas"]}
+        result["floor"] = floor
+        print(f"an interlock SQLite cycle: {probe['commits_per_cycle']:.2f} commits, "
+              f"{probe['bytes_per_cycle']:.0f} bytes stored; floor: {commits} commits of "
+              f"{floor['size']} bytes, {floor['pragmas']}", flush=True)
+        # 2. time per cycle, alternating processes
+        times = timed_blocks(list(SYSTEMS), workdir, floor, warm, cycles, blocks)
+        result["time"] = times
+        # 3. instructions per cycle
+        if not a.no_callgrind and shutil.which("valgrind"):
+            ins = {}
+            for s in SYSTEMS:
+                ins[s] = instructions(s, workdir, floor, warm, cycles)
+                print(f"{s:14} {ins[s] / 1e6:8.2f}M instructions per cycle", flush=True)
+            result["instructions"] = ins
+        # 4. cold resume against its floor
+        result["cold"] = cold_resume(workdir, floor, rounds)
+        # 5. bytes per cycle
+        result["bytes_per_cycle"] = bytes_at_50(workdir)
+    result["elapsed_s"] = time.time() - started
+    result["commit"] = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
+                                      capture_output=True, text=True, check=False).stdout.strip()
+
+    il = times["il-memory"]["cpu_ms"]
+    figures: dict[str, float] = {
+        # both in wall time, measured in alternating processes on the same disk: a loaded
+        # machine slows both (CPU against the floor's wall time would flatter a loaded run)
+        "sqlite_vs_floor": times["il-sqlite"]["wall_ms"] / times["floor-sqlite"]["wall_ms"],
+        "cold_vs_floor": result["cold"]["call_ms"] / result["cold"]["floor_ms"],
+        "bytes_per_cycle": result["bytes_per_cycle"]["sqlite"],
+        **{p: times[p]["cpu_ms"] / il for p in PEERS},
+    }
+    if "instructions" in result:
+        figures["memory_instructions"] = result["instructions"]["il-memory"]
+    result["figures"] = figures
+    result["targets"] = {k: {"what": TARGETS[k][0], "value": v, "limit": TARGETS[k][1],
+                             "goal": TARGETS[k][2],
+                             "met": verdict(v, TARGETS[k][1], TARGETS[k][3]) == "met"}
+                         for k, v in figures.items()}
+
+    print()
+    print(f"{'system':16}{'CPU ms':>9}{'wall ms':>9}{'instr.':>10}")
+    for s in SYSTEMS:
+        n = result.get("instructions", {}).get(s)
+        print(f"{s:16}{times[s]['cpu_ms']:9.3f}{times[s]['wall_ms']:9.3f}"
+              f"{(f'{n / 1e6:9.2f}M' if n else '        -'):>10}")
+    c = result["cold"]
+    print(f"cold resume call {c['call_ms']:.2f} ms against its floor {c['floor_ms']:.2f} ms "
+          f"({c['commits']:.0f} commits)")
+    print()
+    for t in result["targets"].values():
+        print(f"{t['what']:58} {t['value']:12.3f}  target {t['limit']:g}: "
+              f"{'met' if t['met'] else 'MISSED'}")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = out / f"cycle-{time.strftime('%Y-%m-%d-%H%M', time.gmtime(started))}.json"
+    name.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"\nwritten {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,424 @@
+"""Applying what people decide: reviewers' decisions and answers, cancelling, expiring and
+revoking. Each is validated in full first, then stored in one commit of the run transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from ..audit.records import AuditKind, digest
+from ..authz import actor_of, check_answer, check_cancel, check_revoke, facts_of
+from ..decisions import (
+    Approve,
+    Edit,
+    PendingCall,
+    Reject,
+    ResolvedDecision,
+    Respond,
+    Reviewer,
+    resolve_decisions,
+)
+from ..errors import (
+    ConcurrencyError,
+    InterruptConflict,
+    InvalidDecision,
+    NoPendingInterrupt,
+    StaleInterrupt,
+    SubAgentThread,
+)
+from ..interrupts import Interrupt
+from ..messages import ToolMessage
+from ..review_request import shown_digest
+from ..storage.base import (
+    FINAL_STATES,
+    RESOLVED_KEPT,
+    CallState,
+    DecisionRecord,
+    JournalEntry,
+    RememberedApproval,
+)
+from ..subagents import SubAgentTool
+from .deps import RunDeps
+from .pauses import replace_review, review_calls
+from .quorum import changes_call, check_self_approval, record_approval, revise
+from .reads import turn_message
+from .records import EntryChanges, ThreadChanges, entry_with, replaced
+from .resume import ResumeSpec, by_interrupt, interpret_command, target
+from .texts import cancel_text, expired_text, reject_text, unknown_reject_text
+from .txn import AuditItem, ThreadTxn
+
+
+def raise_if_answered(txn: ThreadTxn, spec: ResumeSpec) -> None:
+    """A resume aimed at an interrupt that a resume already answered lost the race."""
+    if txn.snap is None:
+        return
+    answered = next((i for i in spec.targets() if i in txn.thread.resolved), None)
+    if answered is not None:
+        raise InterruptConflict(txn.thread_id, answered)
+
+
+async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
+    """Validate the decisions and answers against the pending requests, then store them in
+    one commit (``InterruptConflict`` if another resume was stored first)."""
+    pending = list(txn.thread.pending)
+    if spec.has_command and pending:
+        interpret_command(spec, pending)
+    if not pending:
+        if spec.interrupt_id:
+            raise StaleInterrupt(txn.thread_id, spec.interrupt_id, [])
+        raise NoPendingInterrupt(txn.thread_id)
+    ids = [i.id for i in pending]
+    if spec.interrupt_id is not None and spec.interrupt_id not in ids:
+        raise StaleInterrupt(txn.thread_id, spec.interrupt_id, ids)
+    journal: list[JournalEntry] = []
+    audit: list[AuditItem] = []
+    updates: ThreadChanges = {}
+    remaining = list(pending)
+    hooks = txn.thread.hooks
+    remembered = list(txn.thread.remembered)
+
+    answers: dict[str, Any] = dict(spec.values or {})
+    several = by_interrupt(pending, spec) if spec.decisions is not None or \
+        spec.reviews else None
+    if several:
+        for iid, decisions in several.items():
+            review = target(txn.thread_id, pending, "review", iid)
+            remaining = [i for i in remaining if i.id != iid]
+            applied = _apply_decisions(txn, deps, review,
+                                       replace(spec, decisions=decisions, interrupt_id=iid),
+                                       remembered)
+            remaining += applied.left
+            journal += applied.journal
+            audit += applied.audit
+            remembered += applied.remembered
+    elif spec.decisions is not None:
+        review = target(txn.thread_id, pending, "review", spec.interrupt_id)
+        remaining = [i for i in remaining if i.id != review.id]
+        applied = _apply_decisions(txn, deps, review, spec, remembered)
+        remaining += applied.left
+        journal += applied.journal
+        audit += applied.audit
+        remembered += applied.remembered
+    elif spec.has_value:
+        check_answer(spec.reviewer, facts_of(txn.thread))
+        question = target(txn.thread_id, pending, "input", spec.interrupt_id)
+        answers[question.id] = spec.value
+    elif not answers:
+        raise InvalidDecision(txn.thread_id, "resume needs decisions=... or value=....")
+    if answers and not spec.has_value:
+        check_answer(spec.reviewer, facts_of(txn.thread))
+    if (spec.reviewer is not None and spec.decisions is not None
+            and spec.reviewer.id not in txn.thread.deciders):
+        updates["deciders"] = [*txn.thread.deciders, spec.reviewer.id]  # they may read it now
+    for iid, value in answers.items():
+        intr = next((i for i in pending if i.id == iid), None)
+        if intr is None:
+            raise StaleInterrupt(txn.thread_id, iid, ids)
+        if intr.kind != "input":
+            raise InvalidDecision(
+                txn.thread_id, f"interrupt {iid!r} is a review request; answer it with "
+                f"decisions=[...], not a value."
+            )
+        remaining = [i for i in remaining if i.id != iid]
+        if intr.tool_call_id is not None:
+            e = txn.snapshot.journal[intr.tool_call_id]
+            journal.append(entry_with(
+                e, state=e.paused_from or CallState.APPROVED,
+                answers=[*e.answers, value], paused_from=None,
+                updated_at=txn.now()))
+        else:
+            assert hooks is not None
+            hooks = replaced(hooks, {"answers": [*hooks.answers, value]})
+            updates["hooks"] = hooks
+        audit.append(AuditItem(AuditKind.INPUT_ANSWERED, spec.actor, intr.tool_call_id,
+                               {"interrupt_id": iid, "value": value, **_via(spec)}))
+    left = {i.id for i in remaining}
+    resolved = [*txn.thread.resolved, *(i.id for i in pending if i.id not in left)]
+    with txn.expect(lambda: InterruptConflict(txn.thread_id, spec.interrupt_id or ids[0])):
+        changes: ThreadChanges = {
+            **updates, "pending": remaining, "status": "running", "remembered": remembered,
+            "resolved": resolved[-RESOLVED_KEPT:]}
+        await txn.store_input(journal=journal, audit=audit, **changes)
+
+
+class AppliedDecisions(NamedTuple):
+    """What the decisions for one review request change (nothing stored yet)."""
+
+    journal: list[JournalEntry]
+    """The decided calls' journal entries."""
+    audit: list[AuditItem]
+    remembered: list[RememberedApproval]
+    """Approvals newly remembered for the thread."""
+    left: list[Interrupt]
+    """What is left of the request: nothing, or the request narrowed to the calls still
+    undecided (with the approvals counted so far)."""
+
+
+def _apply_decisions(
+    txn: ThreadTxn,
+    deps: RunDeps,
+    review: Interrupt,
+    spec: ResumeSpec,
+    remembered_before: Sequence[RememberedApproval],
+) -> AppliedDecisions:
+    """Resolve the decisions for ``review``. ``remembered_before``: the approvals the thread
+    remembers already (an approval is remembered once per tool)."""
+    journal: list[JournalEntry] = []
+    audit: list[AuditItem] = []
+    remembered: list[RememberedApproval] = []
+    calls = review_calls(review)
+    decided = {
+        e.tool_call_id: e.state.value for e in txn.snapshot.journal.values()
+        if e.state != CallState.PENDING_REVIEW
+    }
+    resolved = resolve_decisions(
+        txn.thread_id, calls, spec.decisions, tools=deps.tools_by_name,
+        policies=deps.tool_policies, reviewer=spec.reviewer, decided=decided,
+    )
+    now = txn.now()
+    done: set[str] = set()
+    counted: dict[str, PendingCall] = {}
+    for r in resolved:
+        cid = r.call.request.tool_call_id
+        check_self_approval(txn.thread_id, r.call, r, spec.actor)
+        revised = revise(r.call, r, spec.actor, now, deps) if changes_call(r.call, r) else None
+        partial = record_approval(txn.thread_id, r.call, r, spec.actor, now, revised)
+        if partial is not None:  # the call needs more approvals: recorded in the request
+            counted[cid] = partial
+            audit.append(AuditItem(AuditKind.APPROVAL_RECORDED, spec.actor, cid,
+                                   _approval_row(review.id, r, partial, revised)))
+            continue
+        done.add(cid)
+        e = txn.snapshot.journal[cid]
+        journal.append(_decided_entry(e, r, spec.actor, now))
+        d = r.decision
+        # what was proposed and, for approve and edit, the exact call that will run: the
+        # signed row proves what was decided, and verify checks the journal against it
+        row: dict[str, Any] = {"interrupt_id": review.id, "type": d.type, "name": e.name,
+                               "args": e.args, **_shown(r.call), **_via(spec)}
+        if r.exec_name is not None:
+            row["run"] = {"name": r.exec_name, "args": r.exec_args}
+        if isinstance(d, Edit):
+            row["edited_action"] = {"name": r.exec_name, "args": r.exec_args}
+        for key in ("message", "remember", "metadata"):
+            if getattr(d, key, None) is not None:
+                row[key] = getattr(d, key)
+        audit.append(AuditItem(AuditKind.DECISION, spec.actor, cid, row))
+        # a remembered approval is for the tool the reviewer approved (an edit may have
+        # changed it from the one the model proposed)
+        shown_tool = r.call.request.name
+        if isinstance(d, Approve) and d.remember == "thread" and not any(
+            x.tool_name == shown_tool for x in (*remembered_before, *remembered)
+        ):
+            remembered.append(RememberedApproval(
+                tool_name=shown_tool, created_at=now, created_by=spec.actor, tool_call_id=cid))
+            audit.append(AuditItem(AuditKind.RULE_CREATED, spec.actor, cid,
+                                   {"tool_name": shown_tool, "scope": "thread"}))
+    left = [counted.get(c.request.tool_call_id, c) for c in calls
+            if c.request.tool_call_id not in done]
+    narrowed = replace_review(txn, review, left)
+    return AppliedDecisions(journal, audit, remembered,
+                            [i for i in narrowed if i.id == review.id])
+
+
+def _via(spec: ResumeSpec) -> dict[str, Any]:
+    """Audit data of a decision given on a parent thread and passed to this sub-agent's."""
+    return {"via_thread_id": spec.routed_from} if spec.routed_from else {}
+
+
+def _shown(call: PendingCall) -> dict[str, Any]:
+    """Audit data of what the reviewer decided on: the call's revision and the digest of
+    what was shown of it (tool, arguments, rules)."""
+    return {"revision": call.config.revision,
+            "digest": shown_digest(call.request, call.config)}
+
+
+def _approval_row(iid: str, r: ResolvedDecision, counted: PendingCall,
+                  revised: PendingCall | None) -> dict[str, Any]:
+    """Audit data of an approval (or an edit) that does not settle the call yet."""
+    d = r.decision
+    row: dict[str, Any] = {
+        "interrupt_id": iid, "type": d.type, "name": r.call.request.name,
+        "args_sha256": digest(r.call.request.args), **_shown(r.call),
+        "approvals": len(counted.config.approved_by or []),
+        "required": counted.config.approvals_required}
+    if isinstance(d, Edit):
+        row["args"] = r.call.request.args
+        row["edited_action"] = {"name": r.exec_name, "args": r.exec_args}
+    if revised is not None:
+        row["restarted"] = True
+        row["new_revision"] = revised.config.revision
+        row["new_digest"] = shown_digest(revised.request, revised.config)
+    return row
+
+
+def _decided_entry(e: JournalEntry, r: ResolvedDecision, actor: str, now: datetime,
+                   ) -> JournalEntry:
+    d = r.decision
+    base: EntryChanges = {
+        "decision": DecisionRecord.model_validate(
+            d.model_dump(mode="json", exclude_none=True, exclude={"revision"})),
+        "decided_by": actor, "updated_at": now,
+    }
+    # what runs is stored only where it differs from what the model proposed
+    run: EntryChanges = {"exec_name": r.exec_name if r.exec_name != e.name else None,
+                         "exec_args": r.exec_args if r.exec_args != e.args else None}
+    if isinstance(d, Approve):
+        # approving a retry of an edited call (outcome unknown) still runs it as edited
+        edited = (r.exec_name, r.exec_args) != (e.name, e.args)
+        approved: EntryChanges = {
+            **base, **run, "state": CallState.EDITED if edited else CallState.APPROVED}
+        return entry_with(e, **approved)
+    if isinstance(d, Edit):
+        changed: EntryChanges = {**base, **run, "state": CallState.EDITED}
+        return entry_with(e, **changed)
+    if isinstance(d, Reject):
+        unknown = e.review is not None and e.review.reason == "outcome_unknown"
+        text = unknown_reject_text if unknown else reject_text
+        msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
+                          content=text(e.name, e.tool_call_id, d.message), decision="reject")
+        rejected: EntryChanges = {**base, "state": CallState.REJECTED, "result": msg}
+        return entry_with(e, **rejected)
+    assert isinstance(d, Respond)
+    msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="success",
+                      content=d.message, decision="respond")
+    responded: EntryChanges = {**base, "state": CallState.RESPONDED, "result": msg}
+    return entry_with(e, **responded)
+
+
+async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Reviewer | None,
+                 *, routed: bool = False) -> None:
+    """Close every open call of the thread as cancelled; the thread goes idle. ``reviewer``
+    needs the right to decide every pending call (:mod:`interlock.authz`). Sub-agent threads
+    the thread waits for are cancelled first (a sub-agent's thread itself is cancelled only
+    through its parent: ``routed``)."""
+    await txn.load()
+    link = txn.thread.parent
+    if link is not None and not routed:
+        raise SubAgentThread(txn.thread_id, link.thread_id, link.tool_call_id,
+                             f"cancel the parent thread instead: agent.cancel("
+                             f"{link.thread_id!r}).")
+    check_cancel(reviewer, facts_of(txn.thread))
+    actor = actor_of(reviewer)
+    t = txn.thread
+    if not t.pending and t.turn is None:
+        raise NoPendingInterrupt(txn.thread_id)
+    await _cancel_children(txn, deps, reason, reviewer)
+    t = txn.thread
+    now = txn.now()
+    updates: list[JournalEntry] = []
+    results: list[ToolMessage] = []
+    if t.turn is not None:
+        for call in turn_message(txn.snapshot).tool_calls:
+            e = txn.snapshot.journal.get(call.id)
+            if e is not None and e.state in FINAL_STATES and e.result is not None:
+                results.append(e.result)
+                continue
+            msg = ToolMessage(tool_call_id=call.id, name=call.name, status="error",
+                              content=cancel_text(call.name, call.id, reason), decision="cancel")
+            results.append(msg)
+            if e is not None:
+                updates.append(entry_with(
+                    e, state=CallState.CANCELLED, result=msg, decided_by=actor,
+                    updated_at=now))
+    await txn.commit(
+        messages=results, journal=updates, turn=None, hooks=None, pending=[], status="idle",
+        hold_lease=False,
+        audit=[AuditItem(AuditKind.CANCELLED, actor, None,
+                         {"reason": reason, "calls": [e.tool_call_id for e in updates]})],
+    )
+
+
+async def expire_due(txn: ThreadTxn) -> bool:
+    """Escalate review calls past ``escalate_at`` and resolve those past their deadline.
+    Returns True if anything changed."""
+    now = txn.now()
+    review = next((i for i in txn.thread.pending if i.kind == "review" and i.path is None), None)
+    if review is None:
+        return False
+    calls = review_calls(review)
+    due = [c for c in calls if c.config.expires_at is not None and c.config.expires_at <= now]
+    escalate = [c for c in calls if c not in due and c.config.escalate_at is not None
+                and c.config.escalated_at is None and c.config.escalate_at <= now]
+    if not due and not escalate:
+        return False
+    journal = []
+    audit: list[AuditItem] = []
+    if escalate:
+        calls = [_escalated(c, now) if c in escalate else c for c in calls]
+        roles = sorted({r for c in escalate for r in (c.config.escalate_to or [])})
+        audit.append(AuditItem(AuditKind.ESCALATED, "system:escalation", None, {
+            "interrupt_id": review.id, "roles": roles,
+            "calls": [c.request.tool_call_id for c in escalate]}))
+    for c in due:
+        e = txn.snapshot.journal[c.request.tool_call_id]
+        msg = ToolMessage(tool_call_id=e.tool_call_id, name=e.name, status="error",
+                          content=expired_text(e.name, e.tool_call_id), decision="expire")
+        journal.append(entry_with(
+            e, state=CallState.EXPIRED, result=msg, decided_by="system:expiry",
+            decision=DecisionRecord(type="reject", message="no reviewer decided in time"),
+            updated_at=now))
+        audit.append(AuditItem(AuditKind.EXPIRED, "system:expiry", e.tool_call_id, {
+            "interrupt_id": review.id, "name": e.name, "args": e.args,
+            "expires_at": c.config.expires_at, "on_expire": "reject"}))
+    due_ids = {c.request.tool_call_id for c in due}
+    left: list[PendingCall] = [c for c in calls if c.request.tool_call_id not in due_ids]
+    await txn.commit(journal=journal, audit=audit, pending=replace_review(txn, review, left),
+                     hold_lease=False)
+    return True
+
+
+async def _cancel_children(txn: ThreadTxn, deps: RunDeps, reason: str | None,
+                           reviewer: Reviewer | None) -> None:
+    """Cancel the sub-agent threads the open turn waits for. The thread is taken first (a
+    crash in between leaves it to recovery, which reads the children's outcome); a child that
+    another process advances right now makes the cancel fail with nothing changed here."""
+    waiting = [e for e in txn.snapshot.journal.values()
+               if e.state == CallState.WAITING and e.child_thread is not None]
+    if not waiting:
+        return
+    for e in waiting:  # none may be advanced elsewhere: then nothing is cancelled
+        if e.child_thread is not None and (busy := await txn.busy_elsewhere(e.child_thread)):
+            raise busy
+    previous = txn.thread.status
+    await txn.commit(status="running")
+    try:
+        for e in waiting:
+            tool = deps.tools_by_name.get(e.effective.name)
+            if isinstance(tool, SubAgentTool) and e.child_thread is not None:
+                try:
+                    await tool.runner.cancel_child(e.child_thread, reason, reviewer)
+                except NoPendingInterrupt:
+                    continue  # it had finished: its result is replaced by the cancel
+    except ConcurrencyError:
+        await txn.commit(status=previous, hold_lease=False)
+        raise
+
+
+def _escalated(call: PendingCall, now: datetime) -> PendingCall:
+    """The call after escalation: the escalation roles may decide it too."""
+    cfg = call.config
+    reviewers = cfg.reviewers
+    if reviewers is not None:
+        reviewers = [*reviewers, *(r for r in cfg.escalate_to or [] if r not in reviewers)]
+    return PendingCall(call.request, replaced(cfg, {
+        "escalated_at": now, "reviewers": reviewers}))
+
+
+async def revoke(txn: ThreadTxn, deps: RunDeps, tool_name: str,
+                 reviewer: Reviewer | None) -> bool:
+    """Withdraw the remembered approval for ``tool_name``; False if there was none. Needs the
+    right to post to the thread or to decide that tool (:mod:`interlock.authz`)."""
+    await txn.load()
+    for policy in deps.tool_policies(tool_name):
+        check_revoke(reviewer, facts_of(txn.thread), policy)
+    actor = actor_of(reviewer)
+    rules = [r for r in txn.thread.remembered if r.tool_name != tool_name]
+    if len(rules) == len(txn.thread.remembered):
+        return False
+    await txn.commit(remembered=rules, hold_lease=txn.thread.status == "running",
+                     audit=[AuditItem(AuditKind.RULE_REVOKED, actor, None,
+                                      {"tool_name": tool_name, "scope": "thread"})])
+    return True

@@ -1,0 +1,115 @@
+"""Four-eyes and quorum approvals, separation of duties (``InterruptOn(approvals=N,
+self_approval=False)``), and revisions: what an edit changes.
+
+The rules, for a call whose policy needs ``N`` approvals:
+
+* the policy is always the one of the tool that will run, with the arguments that will run
+  (``RunDeps.policy_for``): an edit that changes the tool or the arguments makes a new
+  revision of the call, reviewed under every rule of its tool (allowed decisions, reviewers,
+  approvals, self-approval, expiry, escalation, allow_remember); approvals of an earlier
+  revision never count for it, and a decision names the revision it was made for;
+* the author of a revision (its editor) counts as at most one approval of it, and as none
+  where its tool has ``self_approval=False``: there the editor is a requester too, and may
+  not approve that revision;
+* it runs only after ``N`` distinct reviewers approved it; the same reviewer approving again
+  is refused (``InvalidDecision``) and counts once (ids are compared normalised: ``alice``
+  and ``Alice`` are one reviewer, :func:`interlock.authz.reviewer_key`);
+* one ``reject`` (or ``respond``) settles the call at once, whatever approvals it had;
+* ``approve`` with ``remember`` is refused (a standing rule would bypass the quorum);
+* with ``self_approval=False`` the identity that started the run which raised the request
+  (and the editor of the revision) may not approve or edit it (it may still reject it).
+
+Partial approvals live in the pending request itself (``ReviewConfig.approved_by``), so they are
+stored with the same compare-and-set as any decision, survive restarts, and every surface that
+shows the request shows them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from ..authz import same_reviewer
+from ..decisions import Approve, Edit, PendingCall, ResolvedDecision
+from ..errors import InvalidDecision, NotAuthorized
+from ..hitl import ALL_DECISIONS, InterruptOn
+from ..review_request import ApprovalRecord, ReviewConfig, review_config
+from .deps import RunDeps
+
+
+def check_self_approval(thread_id: str, call: PendingCall, r: ResolvedDecision,
+                        actor: str) -> None:
+    cfg = call.config
+    if cfg.self_approval is not False or not isinstance(r.decision, Approve | Edit):
+        return
+    cid, name = call.request.tool_call_id, call.request.name
+    if same_reviewer(cfg.requested_by, actor):
+        raise NotAuthorized(
+            f"Reviewer {actor!r} started the run that asks for call {cid!r} ({name}) on "
+            f"thread {thread_id!r} and may not approve or edit it (self_approval=False); "
+            f"another reviewer must decide. Rejecting it is allowed.")
+    if same_reviewer(cfg.edited_by, actor):
+        raise NotAuthorized(
+            f"Reviewer {actor!r} made revision {cfg.revision} of call {cid!r} ({name}) on "
+            f"thread {thread_id!r} by an edit and may not approve or edit it: its tool's "
+            f"policy has self_approval=False, so the author of a revision counts as a "
+            f"requester. Another reviewer must decide. Rejecting it is allowed.")
+
+
+def changes_call(call: PendingCall, r: ResolvedDecision) -> bool:
+    """Whether ``r`` is an edit that changes the tool or the arguments of ``call``."""
+    return isinstance(r.decision, Edit) and (r.exec_name, r.exec_args) != (
+        call.request.name, call.request.args)
+
+
+def revise(call: PendingCall, r: ResolvedDecision, actor: str, now: datetime,
+           deps: RunDeps) -> PendingCall:
+    """The next revision of ``call`` after the edit ``r`` by ``actor``: the edited tool and
+    arguments, under the policy of that tool (an ungated tool: one approval by anyone); the
+    editor's edit counts as its first approval unless that policy has
+    ``self_approval=False``."""
+    assert r.exec_name is not None and r.exec_args is not None
+    name, args = r.exec_name, r.exec_args
+    policy: InterruptOn = deps.policy_for(name) or ALL_DECISIONS
+    counted = [ApprovalRecord(by=actor, at=now)] if policy.self_approval else None
+    config: ReviewConfig = review_config(
+        name, policy, now=now, args_schema=deps.schema(name),
+        requested_by=call.config.requested_by, revision=call.config.revision + 1,
+        edited_by=actor, approved_by=counted)
+    shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
+    request = call.request.model_copy(update={
+        "name": name, "args": args, "reason": None,
+        "description": f"Edited by {actor} (revision {config.revision}; the model proposed "
+                       f"{call.request.name}).\n\nTool: {name}\nArgs: {shown}"})
+    return PendingCall(request, config)
+
+
+def record_approval(thread_id: str, call: PendingCall, r: ResolvedDecision, actor: str,
+                    now: datetime, revised: PendingCall | None) -> PendingCall | None:
+    """Count an approve or edit towards the call's quorum. ``revised``: the new revision an
+    edit made (:func:`revise`). Returns the call with the approval recorded while more are
+    needed, or ``None`` when the decision settles the call."""
+    if revised is not None:
+        given = revised.config.approved_by or []
+        return None if len(given) >= revised.config.approvals_required else revised
+    cfg = call.config
+    need = cfg.approvals_required
+    d = r.decision
+    if need <= 1 or not isinstance(d, Approve | Edit):
+        return None
+    cid, name = call.request.tool_call_id, call.request.name
+    if isinstance(d, Approve) and d.remember is not None:
+        raise InvalidDecision(
+            thread_id, f"call {cid!r} ({name}) needs {need} approvals, so 'remember' is not "
+            f"available for it (a standing rule would skip the other approvals). Approve "
+            f"without 'remember'.")
+    given = list(cfg.approved_by or [])
+    if any(same_reviewer(a.by, actor) for a in given):
+        raise InvalidDecision(
+            thread_id, f"reviewer {actor!r} already approved call {cid!r} ({name}); it needs "
+            f"{need} approvals from distinct reviewers and has {len(given)} "
+            f"({', '.join(a.by for a in given)}). Another reviewer must approve it.")
+    given.append(ApprovalRecord(by=actor, at=now))
+    if len(given) >= need:
+        return None
+    return PendingCall(call.request, cfg.model_copy(update={"approved_by": given}))

@@ -1,0 +1,130 @@
+"""What the :class:`~interlock.Agent` methods are given, parsed at the boundary: the input
+of ``invoke`` / ``stream`` (messages or a :class:`Command`), the thread id (``thread_id=...``
+or LangChain's ``config``), the thread id of a lookup, and the acting reviewer. Everything
+behind the ``Agent`` methods works with the parsed values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .authz import Reviewer, actor_of
+from .errors import ConfigurationError, ThreadNotFound
+from .messages import MESSAGE_ADAPTER, Message, UserMessage
+from .text import check_input, check_thread_id, text_problem
+
+
+@dataclass(frozen=True)
+class Command:
+    """LangChain-style input: ``agent.invoke(Command(resume={"decisions": [...]}), thread_id=...)``.
+
+    ``resume`` may be ``{"decisions": [...]}``, a list of decisions, a mapping
+    ``{interrupt_id: answer}``, or a plain answer for a pending ``interrupt()``.
+    """
+
+    resume: Any
+
+
+def coerce_input(value: Any) -> list[Message]:
+    """The input as messages; text that cannot be stored is refused (``InvalidText``)."""
+    messages = _as_messages(value)
+    for n, m in enumerate(messages):
+        check_input(m, f"input message {n + 1} ({m.role})")
+    return messages
+
+
+def _as_messages(value: Any) -> list[Message]:
+    if isinstance(value, str):
+        return [UserMessage(content=value)]
+    if isinstance(value, Mapping):
+        if "messages" in value:
+            return _as_messages(list(value["messages"]))
+        return [MESSAGE_ADAPTER.validate_python(dict(value))]
+    if isinstance(value, Sequence):
+        out: list[Message] = []
+        for item in value:
+            out.extend(_as_messages(item))
+        return out
+    try:
+        return [MESSAGE_ADAPTER.validate_python(value)]
+    except Exception:
+        raise ConfigurationError(
+            f"Cannot use {type(value).__name__} as agent input; pass a string, a message, a "
+            f"list of messages or Command(resume=...)."
+        ) from None
+
+
+def short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def thread_of(method: str, thread_id: object, config: object) -> str:
+    """The thread id of an ``invoke`` / ``stream`` call: ``thread_id=...``, or LangChain's
+    ``config={"configurable": {"thread_id": ...}}``."""
+    spelling = (f"agent.{method}(message, thread_id='t1') (LangChain's "
+                f"config={{'configurable': {{'thread_id': 't1'}}}} works too)")
+    if config is not None:
+        configurable = config.get("configurable") if isinstance(config, Mapping) else None
+        from_config = configurable.get("thread_id") if isinstance(configurable, Mapping) \
+            else None
+        if from_config is None:
+            raise ConfigurationError(
+                f"{method}(config={short(config)}) names no thread: interlock reads only "
+                f"config['configurable']['thread_id']. Write {spelling}."
+            )
+        extra = sorted(set(config) - {"configurable"}) if isinstance(config, Mapping) else []
+        extra += sorted(f"configurable.{k}" for k in configurable if k != "thread_id") \
+            if isinstance(configurable, Mapping) else []
+        if extra:
+            raise ConfigurationError(
+                f"{method}(config=...) has {', '.join(map(repr, extra))}, which interlock does "
+                f"not use (it reads only the thread id; set limits with Agent(max_turns=...)). "
+                f"Pass only the thread: {spelling}."
+            )
+        if thread_id is not None and thread_id != from_config:
+            raise ConfigurationError(
+                f"{method}() got two different threads: thread_id={thread_id!r} and "
+                f"config's thread_id {from_config!r}. Pass one of them."
+            )
+        thread_id = from_config
+    if thread_id is None:
+        raise ConfigurationError(f"{method}() needs a thread id: {spelling}.")
+    if not isinstance(thread_id, str) or not thread_id:
+        raise ConfigurationError(
+            f"{method}(): the thread id must be a non-empty string, got {short(thread_id)}. "
+            f"Write {spelling}."
+        )
+    return thread_id
+
+
+def known_thread(thread_id: str, *, create: bool = False) -> str:
+    """A thread id to look up or run on, checked once where ``Agent`` takes it: one with text
+    no store can hold cannot name a thread (``ThreadNotFound``); an operation that may create
+    the thread (``create``) refuses it as a new thread id instead (``InvalidText``). The
+    charset of a new thread's id is checked when it is created (the run engine)."""
+    if text_problem(thread_id) is not None:
+        if create:
+            check_thread_id(thread_id)
+        raise ThreadNotFound(thread_id)
+    return thread_id
+
+
+def reviewer_of(reviewer: Reviewer | str | None) -> tuple[Reviewer | None, str]:
+    """The acting identity and the name recorded for it; reserved names are refused."""
+    check_input(reviewer.id if isinstance(reviewer, Reviewer) else reviewer, "the reviewer id")
+    rv = Reviewer(reviewer) if isinstance(reviewer, str) else reviewer
+    return rv, actor_of(rv)
+
+
+def resumed_thread(thread_id: object) -> str:
+    """The thread id ``resume()`` takes first; anything else there means it is missing."""
+    if not isinstance(thread_id, str):
+        raise ConfigurationError(
+            f"resume() takes the thread id first, then the decisions: "
+            f"agent.resume('t1', [{{'type': 'approve'}}]). It got "
+            f"{type(thread_id).__name__} {short(thread_id)} where the thread id goes, so "
+            f"the thread id is missing."
+        )
+    return thread_id

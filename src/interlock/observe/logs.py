@@ -1,0 +1,69 @@
+"""JSON log lines (``--log-format json``): one object per line, for log pipelines.
+
+Every record of interlock's loggers (and, for ``interlock serve``, uvicorn's) becomes
+``{"ts", "level", "logger", "message", ...}``; the records of stored events (logger
+``interlock.events``, see :mod:`.hooks`) add ``event``, ``thread_id``, ``run_id``,
+``tool_call_id``, ``interrupt_id``, ``actor`` and ``seq``. Every line carries the ``trace_id``
+of the current span when tracing is on. Events carry ids only, never arguments, results,
+messages or decision tokens; URL query values named like credentials, bearer credentials and
+the token of an e-mail decision link that appear in a message text are replaced by
+``[redacted]``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from datetime import UTC, datetime
+
+from .hooks import EVENT_IDS
+
+_FIELDS = (*EVENT_IDS, "event", "actor", "seq")
+_SECRETS = re.compile(
+    r"(?i)(?P<k>\b(?:token|sig|signature|key|secret|password|code)=)[^&\s\"'<>]+"
+    r"|(?P<b>\bbearer\s+)[A-Za-z0-9._~+/=-]+"
+    r"|(?P<p>/notify/email/)[^\s?#\"'/]+")  # an e-mail decision link: the path is the token
+
+
+def redact(text: str) -> str:
+    """``text`` with URL query credentials, bearer tokens and decision-link tokens replaced."""
+    return _SECRETS.sub(
+        lambda m: (m.group("k") or m.group("b") or m.group("p")) + "[redacted]", text)
+
+
+def json_lines_for(*loggers: str) -> None:
+    """Give the handlers of these (e.g. uvicorn's) loggers the JSON format, with the same
+    redaction (an access line holds the request's path)."""
+    for name in loggers:
+        for handler in logging.getLogger(name).handlers:
+            handler.setFormatter(JsonFormatter())
+
+
+def current_trace_id() -> str | None:
+    """The trace id of the current OpenTelemetry span, if OpenTelemetry is loaded at all."""
+    otel = sys.modules.get("opentelemetry.trace")
+    if otel is None:
+        return None
+    ctx = otel.get_current_span().get_span_context()
+    return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record (ASCII only: control characters are escaped)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, object] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "level": record.levelname.lower(), "logger": record.name,
+            "message": redact(record.getMessage())}
+        for name in _FIELDS:
+            value = getattr(record, name, None)
+            if value is not None:
+                out[name] = value
+        if "trace_id" not in out and (trace_id := current_trace_id()) is not None:
+            out["trace_id"] = trace_id
+        if record.exc_info:
+            out["error"] = redact(self.formatException(record.exc_info))
+        return json.dumps(out, default=str)

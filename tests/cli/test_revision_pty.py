@@ -1,0 +1,66 @@
+"""`interlock review` in a real pseudo-terminal: an approval given on a panel that shows the
+call as it was before a colleague's edit is refused (the terminal sends the revision it showed)
+and the reviewer sees who changed what; the request comes back with the edited call, and
+approving that runs it once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from interlock import Reviewer, SqliteCheckpointer
+from notify.agents import executions
+from security.revision_agent import make_agent, proposal
+
+from .helpers import child_env, cli_argv
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def words(text: str) -> str:
+    """A pattern for ``text`` that allows rich's line wrapping between the words."""
+    return r"\s+".join(re.escape(w) for w in text.split())
+
+
+def test_terminal_approval_of_a_stale_panel_is_refused(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = tmp_path / "runs.txt"
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(runs))
+    db = tmp_path / "db.sqlite"
+    agent = make_agent(SqliteCheckpointer(db))
+    agent.invoke(proposal("pay", account="acme", amount=100), thread_id="t")
+    env = child_env(TERM="dumb", COLUMNS="120", LINES="50", INTERLOCK_TEST_RUNS=str(runs))
+    argv = cli_argv("review", "--agent", "security.revision_agent:server_agent",
+                    "--db", f"sqlite:///{db}", "--reviewer", "frank", "--role", "finance")
+    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=60,
+                          dimensions=(50, 120), cwd=str(TESTS))
+    try:
+        child.expect(r"\[q\] quit\s*\r?\n> ")
+        assert "acme" in child.before
+        # while frank looks at the panel, gina changes the payment
+        agent.resume("t", [{"type": "edit", "edited_action": {
+            "name": "pay", "args": {"account": "offshore-9", "amount": 90000}}}],
+            reviewer=Reviewer("gina", frozenset({"finance"})))
+        rows = len(agent.audit("t"))
+        child.send("a")
+        child.expect(words("Approve pay? It runs at once."))
+        child.send("y")
+        child.expect(words("'gina' edited the call since then: revision 2"))
+        assert executions() == [] and len(agent.audit("t")) == rows
+        child.expect(r"\[q\] quit\s*\r?\n> ")
+        panel = child.before
+        assert "offshore-9" in panel and "revision 2, edited by gina" in panel
+        child.send("a")
+        child.expect(words("Approve pay? It runs at once."))
+        child.send("y")
+        child.expect("No more pending")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert executions() == ["pay offshore-9 90000"]
+    (row,) = [a for a in agent.audit("t") if a.kind == "decision"]
+    assert (row.actor, row.data["revision"]) == ("frank", 2)
+    agent.close()

@@ -1,0 +1,4 @@
+export * from "./InterruptedDescriptionView";
+export * from "./NonInterruptedDescriptionView";
+export * from "./EmptyStateView";
+export * from "./ThreadStateView";
