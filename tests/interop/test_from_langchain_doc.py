@@ -9,7 +9,6 @@ import contextlib
 import io
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,6 @@ def run_side(side: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict
     """Run the blocks of one side in one namespace; returns what each named block printed."""
     work = tmp_path / side
     work.mkdir()
-    subprocess.run(["git", "init", "-q", str(work)], check=True)  # the MCP example's repository
     monkeypatch.chdir(work)
     namespace: dict[str, Any] = {"__name__": "__doc_example__"}
     printed: dict[str, str] = {}
