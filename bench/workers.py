@@ -7,9 +7,11 @@ tool whose side effect is a line in a file), on a fresh Postgres schema:
 
 * **throughput**: ``--threads`` threads paused for review; ``--clients`` concurrent HTTP
   clients post one approval each through ``POST /api/threads/{id}/decisions``, against (1) one
-  ``interlock serve`` process that stores and runs, and (2) ``interlock serve --api-only`` with
-  two ``interlock worker`` processes. Reported: decisions accepted per second (all 202s) and
-  runs finished per second (every thread ``completed``, read from the database), and the
+  ``interlock serve`` process that stores and runs, (2) ``interlock serve --api-only`` with one
+  ``interlock worker`` process and (3) with two. Reported: decisions accepted per second (all
+  202s), runs finished per second (every thread ``completed``, read from the database), runs
+  finished per CPU-second of all the tier's processes together (per core), the time from a
+  decision's POST to its tool's start (p50 / p95, from the side-effect file's clock), and the
   executions counted in the side-effect file: every approval's tool must have started and
   finished exactly once, none in the API-only process.
 * **a worker killed mid-tool** (API-only + 2 workers): ``--kill-threads`` approvals of a tool
@@ -24,7 +26,8 @@ tool whose side effect is a line in a file), on a fresh Postgres schema:
   every 30 s; decisions posted one by one to server A; the time until server B's inbox stream
   shows the request resolved, and the thread completed (LISTEN/NOTIFY, not polling).
 
-Prints a table; writes ``bench/results/workers.json``.
+Prints a table; writes ``bench/results/workers-YYYY-MM-DD-HHMM.json``, whose figures
+``bench/page.py`` puts on docs/benchmarks.md (the newest such file).
 """
 
 from __future__ import annotations
@@ -159,19 +162,31 @@ def db_count(dsn: str, status: str) -> int:
 
 
 def executions(exec_log: Path) -> list[tuple[str, str, int]]:
-    rows = []
-    for line in exec_log.read_text().splitlines():
-        kind, key, pid = line.split()
-        rows.append((kind, key, int(pid)))
-    return rows
+    """The side-effect file's lines: (``S`` or ``F``, call key, process id)."""
+    return [(kind, key, int(pid)) for kind, key, pid, _ in _lines(exec_log)]
+
+
+def started_at(exec_log: Path) -> dict[str, float]:
+    """Call key -> the wall-clock time its tool first started."""
+    out: dict[str, float] = {}
+    for kind, key, _, at in _lines(exec_log):
+        if kind == "S":
+            out.setdefault(key, float(at))
+    return out
+
+
+def _lines(exec_log: Path) -> list[list[str]]:
+    return [line.split() for line in exec_log.read_text().splitlines()]
 
 
 async def post_decisions(base: str, pending: dict[str, str], clients: int,
-                         decision: dict[str, Any] | None = None) -> tuple[float, Counter[int]]:
+                         decision: dict[str, Any] | None = None,
+                         sent: dict[str, float] | None = None) -> tuple[float, Counter[int]]:
     """Every pending request decided through the API by ``clients`` concurrent clients;
     returns the seconds until the last answer and the status codes (-1: a connection that
     broke, after which the request was sent again; -409: the answer to such a repeat when the
-    first one had been stored)."""
+    first one had been stored). ``sent``, if given, gets the wall-clock time each thread's
+    decision was first sent."""
     todo: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
     for item in pending.items():
         todo.put_nowait(item)
@@ -182,6 +197,8 @@ async def post_decisions(base: str, pending: dict[str, str], clients: int,
         async def client() -> None:
             while not todo.empty():
                 tid, iid = todo.get_nowait()
+                if sent is not None:
+                    sent[tid] = time.time()
                 for attempt in range(3):
                     try:
                         r = await c.post(f"/api/threads/{tid}/decisions",
@@ -206,7 +223,15 @@ def wait_until(pred: Any, limit: float) -> float:
     return time.perf_counter() - t0
 
 
+MODES = {"combined": 0, "split-1": 1, "split": 2}
+"""Throughput modes and their worker processes: one combined server, or an API-only server
+with one or two workers."""
+
+
 def throughput(dsn: str, url: str, mode: str, n: int, clients: int, work: Path) -> dict[str, Any]:
+    from scenario import percentile
+
+    workers_n = MODES[mode]
     pg_util.reset_schema(dsn, SCHEMA)
     exec_log = work / f"exec-{mode}.log"
     exec_log.write_text("")
@@ -217,13 +242,14 @@ def throughput(dsn: str, url: str, mode: str, n: int, clients: int, work: Path) 
             procs.append(serve(url, exec_log))
         else:
             procs.append(serve(url, exec_log, "--api-only"))
-            procs += [worker(url, exec_log, f"worker {i}") for i in (1, 2)]
+            procs += [worker(url, exec_log, f"worker {i}") for i in range(1, workers_n + 1)]
         api = procs[0]
         cpu0 = [p.cpu() for p in procs]
+        sent: dict[str, float] = {}
         t0 = time.perf_counter()
         try:
             accepted_s, codes = asyncio.run(post_decisions(f"http://127.0.0.1:{api.port}",
-                                                           pending, clients))
+                                                           pending, clients, sent=sent))
         except Exception:
             for p in procs:
                 log(f"--- {p.name} (exit {p.proc.poll()}):\n{''.join(p.lines[-40:])}")
@@ -237,10 +263,16 @@ def throughput(dsn: str, url: str, mode: str, n: int, clients: int, work: Path) 
     rows = executions(exec_log)
     starts = Counter(k for kind, k, _ in rows if kind == "S")
     ends = Counter(k for kind, k, _ in rows if kind == "F")
+    began = started_at(exec_log)
+    to_start = [began[t] - sent[t] for t in pending if t in began and t in sent]
     return {
-        "mode": mode, "threads": n, "clients": clients, "status_codes": dict(codes),
+        "mode": mode, "workers": workers_n, "threads": n, "clients": clients,
+        "status_codes": dict(codes),
         "accepted_s": accepted_s, "accepted_per_s": n / accepted_s,
         "finished_s": finished_s, "finished_per_s": n / finished_s,
+        "finished_per_cpu_s": n / max(sum(cpu), 1e-9),
+        "to_tool_start_ms_p50": percentile(to_start, 50) * 1000.0,
+        "to_tool_start_ms_p95": percentile(to_start, 95) * 1000.0,
         "tools_exactly_once": all(starts[t] == 1 and ends[t] == 1 for t in pending)
         and len(starts) == n and len(ends) == n,
         "tools_started": sum(starts.values()), "tools_finished": sum(ends.values()),
@@ -432,13 +464,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": machine_info(), "started": time.time()}
     with tempfile.TemporaryDirectory(prefix="interlock-workers-") as tmp:
         work = Path(tmp)
-        for mode in ("combined", "split", "combined", "split")[: 4 if args.rounds > 1 else 2]:
+        for mode in [*MODES] * (2 if args.rounds > 1 else 1):
             r = throughput(dsn, url, mode, args.threads, args.clients, work)
             results.setdefault("throughput", []).append(r)
             log(f"  {mode:8s}: {r['threads']} decisions by {r['clients']} clients: accepted "
                 f"{r['accepted_per_s']:.0f}/s, finished {r['finished_per_s']:.0f}/s "
-                f"({r['finished_s']:.1f} s); tools exactly once: {r['tools_exactly_once']}; "
-                f"CPU s {r['cpu_s']}")
+                f"({r['finished_s']:.1f} s), {r['finished_per_cpu_s']:.0f} per CPU-second; "
+                f"decision to tool start {r['to_tool_start_ms_p50']:.0f} / "
+                f"{r['to_tool_start_ms_p95']:.0f} ms (p50 / p95); tools exactly once: "
+                f"{r['tools_exactly_once']}; CPU s {r['cpu_s']}")
         lat = inbox_latency(dsn, url, args.latency_decisions, work)
         results["inbox_latency"] = lat
         log(f"  across processes (every poll 30 s apart): a decision posted to API A is "
@@ -477,8 +511,9 @@ def main() -> int:
     results = run(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "workers.json").write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    log(f"results: {out / 'workers.json'}")
+    name = out / f"workers-{time.strftime('%Y-%m-%d-%H%M', time.gmtime(results['started']))}.json"
+    name.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    log(f"results: {name} (docs/benchmarks.md shows the newest: python bench/page.py)")
     return 0
 
 

@@ -1,8 +1,9 @@
 """The agent ``bench/workers.py`` serves and runs in its workers: one gated tool whose side
 effect is a line appended to the file ``INTERLOCK_BENCH_EXEC_LOG`` (``S <call>`` when it starts,
-``F <call>`` when it finishes, with the process id), so that the benchmark counts executions
-across processes. A message ``go ID`` plans ``record(ID)``; ``slow ID`` plans it with a tool
-that takes ``INTERLOCK_BENCH_SLOW`` seconds (default 0.2)."""
+``F <call>`` when it finishes, with the process id and the wall-clock time), so that the
+benchmark counts executions across processes and times a decision to its tool's start. A
+message ``go ID`` plans ``record(ID)``; ``slow ID`` plans it with a tool that takes
+``INTERLOCK_BENCH_SLOW`` seconds (default 0.2)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def _log(line: str) -> None:
     if path:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, f"{line} {os.getpid()}\n".encode())  # one write: atomic with O_APPEND
+            # one write: atomic with O_APPEND
+            os.write(fd, f"{line} {os.getpid()} {time.time():.6f}\n".encode())
         finally:
             os.close(fd)
 
