@@ -41,6 +41,7 @@ from interlock import (
     tool,
 )
 from interlock.storage import ROW_ONLY
+from store_faults import RunningWriteFails
 
 PROCS = Path(__file__).parent / "procs"
 pytestmark = pytest.mark.slow
@@ -480,24 +481,6 @@ def test_a_sync_tool_outliving_tool_grace_keeps_the_thread_until_its_result_is_s
     assert_ran_once_and_succeeded(agent, env, "t")
 
 
-class RunningWriteFails:
-    """A store whose writes of a ``running`` call fail before they reach the database (a
-    connection cut before the server took the write)."""
-
-    durable = True
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    async def commit(self, change: Any, *, expected_version: int | None) -> None:
-        if any(e.state == CallState.RUNNING for e in change.journal):
-            raise StorageError("injected: the connection broke before the write was sent")
-        await self.inner.commit(change, expected_version=expected_version)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def test_a_write_that_failed_here_says_nothing_of_the_same_attempt_run_by_another_process(
     env: dict[str, str],
 ) -> None:
@@ -508,7 +491,7 @@ def test_a_write_that_failed_here_says_nothing_of_the_same_attempt_run_by_anothe
     env = {**env, "SLOW_GATED": "1", "SLOW_SECONDS": "30"}
     here = parent_agent(env)
     store = here.checkpointer
-    here.checkpointer = RunningWriteFails(store)
+    here.checkpointer = RunningWriteFails(store, lands=False)
     assert here.invoke("go", thread_id="t").interrupted
     with pytest.raises(StorageError, match="injected"):
         here.resume("t", [{"type": "approve"}])

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from interlock import Agent, HumanInTheLoop, ScriptedModel, SqliteCheckpointer, tool
+from store_faults import RunningWriteFails
 
 TESTS = Path(__file__).parent
 
@@ -113,26 +114,6 @@ def test_a_result_kept_for_one_database_is_never_another_databases(
     assert not any("charged 7" in str(m.content) for m in b.get_thread("t").messages)
 
 
-class LandsThenFails:
-    """A store whose commits that write a ``running`` call are stored, then reported as
-    failed (a connection cut after the server took the write)."""
-
-    durable = True
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    async def commit(self, change: Any, *, expected_version: int | None) -> None:
-        from interlock import CallState, StorageError
-
-        await self.inner.commit(change, expected_version=expected_version)
-        if any(e.state == CallState.RUNNING for e in change.journal):
-            raise StorageError("injected: the answer to this write was lost")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def test_a_write_that_failed_for_one_database_says_nothing_of_another(tmp_path: Path) -> None:
     """Database A's ``running`` write of call ``c1`` of thread ``t`` failed here (yet
     landed): this process knows that attempt never started — in A. In database B, the call
@@ -150,7 +131,7 @@ def test_a_write_that_failed_for_one_database_says_nothing_of_another(tmp_path: 
         return f"charged {amount}"
 
     a = charging(charge_a, tmp_path / "a.db")
-    a.checkpointer = LandsThenFails(a.checkpointer)
+    a.checkpointer = RunningWriteFails(a.checkpointer, lands=True)
     assert a.invoke("charge", thread_id="t").interrupted
     with pytest.raises(StorageError, match="injected"):
         a.resume("t", [{"type": "approve"}])
