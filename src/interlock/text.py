@@ -30,8 +30,17 @@ THREAD_ID_RULE = ("1 to 128 characters: a letter or digit, then letters, digits 
                   "(ASCII)")
 
 
+def _storable(text: str) -> bool:
+    """True when ``text`` certainly holds neither NUL nor a lone surrogate, found without the
+    regular expression for the common case: an ASCII string (``isascii`` reads a flag the
+    string carries) can only hold NUL, which ``in`` finds with ``memchr``."""
+    return text.isascii() and "\x00" not in text
+
+
 def text_problem(text: str) -> str | None:
     """Why ``text`` cannot be stored (its first bad character and where), or None."""
+    if _storable(text):
+        return None
     m = _UNSTORABLE.search(text)
     if m is None:
         return None
@@ -85,7 +94,7 @@ def escaped(value: Any) -> tuple[Any, int]:
     """``value`` with every NUL and lone surrogate in its strings (and keys) replaced by a
     visible escape, and how many were replaced. Unchanged values are returned as they are."""
     if isinstance(value, str):
-        if _UNSTORABLE.search(value) is None:
+        if _storable(value) or _UNSTORABLE.search(value) is None:
             return value, 0
         return _UNSTORABLE.subn(_escape, value)
     if isinstance(value, dict):

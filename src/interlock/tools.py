@@ -208,18 +208,27 @@ class Tool:
                 untyped.append(pname)
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (ann, default)
-            try:
-                _probe(pname, ann, default)
-            except (PydanticUserError, TypeError) as exc:
-                raise _type_error(self.name, pname, ann, exc) from None
         if untyped:
             self.missing.append(
                 f"no type hint for {', '.join(repr(p) for p in untyped)}, so the model is told "
                 f"any value goes and nothing is checked (annotate, e.g. {untyped[0]}: str)")
         model_name = "".join(p.capitalize() for p in self.name.replace("-", "_").split("_"))
-        return create_model(
-            f"{model_name}Args", __config__=ConfigDict(extra="forbid"), **fields
-        )
+        try:
+            return create_model(
+                f"{model_name}Args", __config__=ConfigDict(extra="forbid"), **fields
+            )
+        except (PydanticUserError, TypeError) as exc:
+            # only now build a model per parameter, to name the one pydantic cannot take
+            for pname, (ann, default) in fields.items():
+                try:
+                    _probe(pname, ann, default)
+                except (PydanticUserError, TypeError) as cause:
+                    raise _type_error(self.name, pname, ann, cause) from None
+            raise ConfigurationError(
+                f"Tool {self.name!r}: its parameters cannot be turned into a model of the "
+                f"arguments ({type(exc).__name__}: {exc}). Use JSON-friendly types for every "
+                f"parameter."
+            ) from None
 
     def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validate ``args`` against the schema; returns the coerced arguments."""

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import StoreFactory, require_postgres
 from interlock import (
@@ -249,3 +251,24 @@ def test_a_lone_surrogate_from_the_model_never_wedges_the_library(store: StoreFa
     done = again.resume("p", [{"type": "reject", "message": "no"}])
     assert done.status == "completed"
     assert again.invoke("hello", thread_id="p").output == "You said: hello"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(
+    ["a", "Z", " ", "\n", "é", "ÿ", "中", "\u200b", "\U0001f600", NUL, SURROGATE, "\udfff",
+     "\ud7ff", "\ue000", "\x01"]), max_size=40))
+def test_every_string_is_judged_as_the_character_rule_says(text: str) -> None:
+    """The quick answer for plain ASCII text and the full scan agree with the rule itself:
+    a string is refused (and escaped) exactly when it holds NUL or a lone surrogate, at the
+    first such character, whatever else it holds."""
+    from interlock.text import escaped, text_problem
+
+    bad = [i for i, ch in enumerate(text) if ch == NUL or 0xD800 <= ord(ch) <= 0xDFFF]
+    problem = text_problem(text)
+    assert (problem is None) == (not bad)
+    if bad:
+        assert problem is not None and problem.endswith(f"at position {bad[0]}")
+    clean, count = escaped(text)
+    assert count == len(bad)
+    assert (clean is text) == (not bad)
+    assert NUL not in clean and not any(0xD800 <= ord(ch) <= 0xDFFF for ch in clean)
