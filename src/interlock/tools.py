@@ -169,19 +169,26 @@ class Tool:
         try:
             self.args_schema: dict[str, Any] = self.args_model.model_json_schema()
         except PydanticUserError as exc:
-            raise self._unschemable(exc) from None
+            fields = {n: (f.annotation, ...) for n, f in self.args_model.model_fields.items()}
+            raise self._at_fault(fields, exc, schema=True) from None
         self.args_schema.pop("title", None)
 
-    def _unschemable(self, exc: Exception) -> ConfigurationError:
-        """Name the parameter whose type has no JSON schema."""
-        for pname, field in self.args_model.model_fields.items():
+    def _at_fault(self, fields: Mapping[str, tuple[Any, Any]], exc: Exception, *,
+                  schema: bool) -> ConfigurationError:
+        """Name the parameter whose type pydantic cannot take (``schema``: cannot describe in
+        a JSON schema), by building a model of each parameter alone: only once the model of
+        all the arguments failed with ``exc``, so a tool that builds pays for none of them."""
+        for pname, (ann, default) in fields.items():
             try:
-                _probe(pname, field.annotation, ...).model_json_schema()
-            except (PydanticUserError, TypeError):
-                return _type_error(self.name, pname, field.annotation, exc)
+                probe = _probe(pname, ann, default)
+                if schema:
+                    probe.model_json_schema()
+            except (PydanticUserError, TypeError) as cause:
+                return _type_error(self.name, pname, ann, cause)
+        what = "a JSON schema for the model" if schema else "a model of the arguments"
         return ConfigurationError(
-            f"Tool {self.name!r}: its arguments cannot be turned into a JSON schema for the "
-            f"model ({exc}). Use JSON-friendly types for every parameter."
+            f"Tool {self.name!r}: its arguments cannot be turned into {what} "
+            f"({type(exc).__name__}: {exc}). Use JSON-friendly types for every parameter."
         )
 
     def _build_model(self) -> type[BaseModel]:
@@ -218,17 +225,7 @@ class Tool:
                 f"{model_name}Args", __config__=ConfigDict(extra="forbid"), **fields
             )
         except (PydanticUserError, TypeError) as exc:
-            # only now build a model per parameter, to name the one pydantic cannot take
-            for pname, (ann, default) in fields.items():
-                try:
-                    _probe(pname, ann, default)
-                except (PydanticUserError, TypeError) as cause:
-                    raise _type_error(self.name, pname, ann, cause) from None
-            raise ConfigurationError(
-                f"Tool {self.name!r}: its parameters cannot be turned into a model of the "
-                f"arguments ({type(exc).__name__}: {exc}). Use JSON-friendly types for every "
-                f"parameter."
-            ) from None
+            raise self._at_fault(fields, exc, schema=False) from None
 
     def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validate ``args`` against the schema; returns the coerced arguments."""
