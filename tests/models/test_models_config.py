@@ -158,6 +158,9 @@ def test_preconfigured_client_is_used(openai_fake: FakeOpenAI, anthropic_fake: F
     async def go() -> None:
         assert (await o.generate([UserMessage(content="hi")], [])).content == "o"
         assert (await a.generate([UserMessage(content="hi")], [])).content == "a"
+        # A client passed in is its owner's to close, in the loop its connections belong to.
+        await oc.close()
+        await ac.close()
 
     asyncio.run(go())
     assert openai_fake.requests[0].headers["authorization"] == "Bearer sk-client"
@@ -247,6 +250,7 @@ def test_a_client_made_for_an_event_loop_is_closed_before_that_loop_ends(
     in a callback of whatever loop runs when the client is collected)."""
     import gc
 
+    gc.collect()  # what earlier tests left is not this test's to judge
     fake.script(text("一"), text("二"))
     models = [make_model(fake)]
     for _ in range(2):
