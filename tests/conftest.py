@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,8 +21,11 @@ from interlock.authz import read_keys
 
 # The audit key of every test process (and the processes they start): a fresh file, never the
 # user's own ~/.config/interlock/audit.key.
-os.environ.setdefault("INTERLOCK_AUDIT_KEY_FILE",
-                      os.path.join(tempfile.mkdtemp(prefix="interlock-audit-"), "audit.key"))
+# Removed when the test process that made it exits (the processes it started have ended).
+if "INTERLOCK_AUDIT_KEY_FILE" not in os.environ:
+    _audit_dir = tempfile.mkdtemp(prefix="interlock-audit-")
+    os.environ["INTERLOCK_AUDIT_KEY_FILE"] = os.path.join(_audit_dir, "audit.key")
+    atexit.register(shutil.rmtree, _audit_dir, ignore_errors=True)
 
 PG_DSN = os.environ.get("INTERLOCK_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

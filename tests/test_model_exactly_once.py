@@ -49,6 +49,7 @@ import os
 import random
 import signal
 import sqlite3
+import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -500,7 +501,12 @@ class TierWorld(World):
         if sig == signal.SIGKILL:
             self.killed.add(victim.pid)
         victim.proc.send_signal(sig)
-        code = victim.proc.wait(60)
+        try:
+            code = victim.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            victim.proc.kill()
+            raise AssertionError(f"{victim.name} still ran 60 s after {sig.name}; its output:\n"
+                                 + "".join(victim.lines[-40:])) from None
         self.stopped.append((victim, code))
         self.workers.append(self.spawn())
 

@@ -12,6 +12,7 @@ different failure during the outage is logged as a new warning.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from .errors import InterlockError
@@ -51,3 +52,12 @@ class FailureLog:
                              self.failures, "" if self.failures == 1 else "s")
         self.failures = 0
         self._last = None
+
+
+def stop_if_cancelled() -> None:
+    """Raise ``CancelledError`` when the running task was asked to stop while its job ran: a
+    job that ended normally or with an error all the same (a library that took the
+    cancellation in) must not keep a background loop going after its stop."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError()

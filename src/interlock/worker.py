@@ -28,7 +28,7 @@ from datetime import timedelta
 from typing import Any
 
 from . import observe
-from ._failures import FailureLog
+from ._failures import FailureLog, stop_if_cancelled
 from .agent import Agent
 from .errors import (
     ConfigurationError,
@@ -340,6 +340,7 @@ class Worker:
                 renew_failures.failed(exc, f"retrying every {period:g} s")
             else:
                 renew_failures.worked()
+            stop_if_cancelled()
 
     async def _every(self, what: str, job: Callable[[], Awaitable[object]],
                      interval: timedelta) -> None:
@@ -354,6 +355,7 @@ class Worker:
                 failures.failed(exc, f"retrying every {seconds:g} s")
             else:
                 failures.worked()
+            stop_if_cancelled()
             await asyncio.sleep(seconds)
 
     async def _drain(self) -> None:

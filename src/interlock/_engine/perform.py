@@ -68,10 +68,23 @@ async def perform(
                 await _mark_failed(txn, exc)
             if obs is not None:
                 obs.ended(exc)
+            if _cancel_taken_in(exc):
+                raise asyncio.CancelledError() from exc
             raise
         if obs is not None:
             obs.ended(None)
         return result
+
+
+def _cancel_taken_in(exc: BaseException) -> bool:
+    """Whether the run ends with an error although its task was cancelled meanwhile: a write
+    under way is seen to its end when the run is cancelled (it may land), and when it then
+    fails, its error comes up in the cancellation's place, after the handlers of a failed
+    write ran. The run ends cancelled all the same: a caller that cancelled gets
+    ``CancelledError`` (``wait_for`` its ``TimeoutError``), and a sweep that logs store errors
+    and goes on is not kept going by a stop it never saw."""
+    task = asyncio.current_task()
+    return isinstance(exc, Exception) and task is not None and task.cancelling() > 0
 
 
 async def _mark_failed(txn: ThreadTxn, exc: BaseException) -> None:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from .. import observe
-from .._failures import FailureLog
+from .._failures import FailureLog, stop_if_cancelled
 from ..outbox import Delivery, OutboxEvent
 from ..storage.base import Checkpointer
 from .config import DispatchSettings
@@ -136,6 +136,7 @@ class Dispatcher:
                 failures.failed(exc, f"retrying every {self.settings.poll_interval:g} s")
             else:
                 failures.worked()
+            stop_if_cancelled()
             self._wake.clear()
             waits = [asyncio.ensure_future(self._wake.wait()),
                      asyncio.ensure_future(stop.wait())]

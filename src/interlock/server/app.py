@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from .. import __version__
-from .._failures import FailureLog
+from .._failures import FailureLog, stop_if_cancelled
 from ..agent import Agent
 from ..authz import check_distinct_ids
 from ..errors import ConfigurationError
@@ -85,8 +85,10 @@ async def _repeat(what: str, job: Callable[[], Awaitable[list[RunResult]]],
             raise
         except Exception as exc:
             failures.failed(exc, retry)
+            stop_if_cancelled()
             continue
         failures.worked()
+        stop_if_cancelled()
         if changed:
             watcher.poke()
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from .._failures import FailureLog
+from .._failures import FailureLog, stop_if_cancelled
 from ..agent import Agent
 from ..authz import CallPolicy, ThreadFacts, facts_of
 from ..errors import InterlockError
@@ -255,6 +255,7 @@ class InboxWatcher:
                     self.failures.failed(exc)
                 else:
                     self.failures.worked()
+                stop_if_cancelled()
                 # changes held back by an older open transaction (on Postgres, of any database
                 # of the server): look again soon, backing off to HELD_MAX while it stays open
                 held_wait = min(held_wait * 2, self.interval, HELD_MAX) if self._held \

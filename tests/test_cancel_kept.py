@@ -1,0 +1,256 @@
+"""A cancellation that arrives while a write is under way is never lost, even when that write
+fails.
+
+A write under way is seen to its end when the run is cancelled meanwhile (it may land). When it
+then fails, its error goes up first (the handlers of a failed write run) and the cancellation
+reaches the task after: the call ends cancelled, a ``wait_for`` times out with
+``TimeoutError``, a recovery sweep stops at once, and a worker told to stop returns. Before,
+the write's ``StorageError`` took the cancellation's place: a sweep that logs such errors and
+goes on kept a stopping worker alive for good (a CI run found a worker still running 60 s
+after its SIGTERM).
+
+Every state keeps a mover: the thread whose write failed is left for recovery, which runs it
+once when the store works again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import StoreFactory, require_postgres
+from interlock import (
+    Agent,
+    CallState,
+    HumanInTheLoop,
+    ScriptedModel,
+    StorageError,
+    ToolMessage,
+    UserMessage,
+    tool,
+)
+from interlock.worker import Worker
+
+RAN: Counter[str] = Counter()
+
+
+@tool
+def delete_rows(table: str) -> str:
+    """Delete every row of a table."""
+    RAN[table] += 1
+    return f"deleted {table}"
+
+
+def script(messages: Any) -> Any:
+    if any(isinstance(m, ToolMessage) for m in messages):
+        return "done"
+    user = next(m for m in messages if isinstance(m, UserMessage))
+    return {"name": "delete_rows", "args": {"table": user.content}}
+
+
+class FailingWrites:
+    """Wraps a store. ``mode``: ``None`` passes every commit; ``"running"`` fails at once the
+    commits that write a ``running`` call (nothing stored); ``"slow"`` makes every commit wait
+    ``delay`` seconds (a write under way) and then fail, nothing stored."""
+
+    durable = True
+
+    def __init__(self, inner: Any, delay: float = 0.2) -> None:
+        self.inner = inner
+        self.mode: str | None = None
+        self.delay = delay
+        self.failed_writes: list[str] = []
+        self.writing: asyncio.Event | None = None
+
+    async def commit(self, change: Any, *, expected_version: int | None) -> None:
+        if self.mode == "running" and any(e.state == CallState.RUNNING
+                                          for e in change.journal):
+            raise StorageError("injected: the connection broke before the write was sent")
+        if self.mode == "slow":
+            self.failed_writes.append(change.thread.thread_id)
+            if self.writing is not None:
+                self.writing.set()
+            await asyncio.sleep(self.delay)
+            raise StorageError("injected: the connection broke during the write")
+        await self.inner.commit(change, expected_version=expected_version)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def make_agent(store: Any) -> Agent:
+    return Agent(model=ScriptedModel(script), tools=[delete_rows], checkpointer=store,
+                 middleware=[HumanInTheLoop({"delete_rows": True})],
+                 lease=timedelta(seconds=30))
+
+
+async def stale_threads(agent: Agent, store: FailingWrites, names: list[str]) -> None:
+    """Threads whose approved call was never started: the write of ``running`` failed, so
+    each run failed with work left (a recovery sweep's candidates)."""
+    for name in names:
+        paused = await agent.ainvoke(name, thread_id=name)
+        assert paused.status == "interrupted"
+        store.mode = "running"
+        with pytest.raises(StorageError):
+            await agent.aresume(name, [{"type": "approve"}], interrupt_id=paused.interrupts[0].id)
+        store.mode = None
+        assert (await agent.aget_thread(name)).status == "failed"
+
+
+async def recover_all(agent: Agent, store: FailingWrites, names: list[str]) -> None:
+    """The store works again: recovery runs every approved call exactly once."""
+    store.mode = None
+    await agent.arecover_stale()
+    for name in names:
+        assert (await agent.aget_thread(name)).status == "completed", name
+    assert {n: RAN[n] for n in names} == dict.fromkeys(names, 1)
+
+
+@pytest.mark.parametrize("how", ["cancel", "wait_for"])
+def test_a_resume_cancelled_while_its_write_fails_ends_cancelled(
+        stores: StoreFactory, how: str) -> None:
+    RAN.clear()
+    store = FailingWrites(stores())
+    agent = make_agent(store)
+
+    async def main() -> None:
+        store.writing = asyncio.Event()
+        paused = await agent.ainvoke("carts", thread_id="t")
+        store.mode = "slow"
+        resume = agent.aresume("t", [{"type": "approve"}], interrupt_id=paused.interrupts[0].id)
+        if how == "cancel":
+            task = asyncio.ensure_future(resume)
+            await store.writing.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert task.cancelled()  # not ended by the write's StorageError
+        else:
+            with pytest.raises(TimeoutError):  # not the write's StorageError
+                await asyncio.wait_for(resume, timeout=store.delay / 4)
+        assert store.failed_writes and RAN["carts"] == 0
+        # nothing was stored: the call is still approved, and recovery (or the reviewer's
+        # decision again) runs it once
+        store.mode = None
+        state = await agent.aget_thread("t")
+        if state.status == "interrupted":
+            await agent.aresume("t", [{"type": "approve"}], interrupt_id=state.interrupts[0].id)
+        else:
+            await agent.arecover("t")
+        assert (await agent.aget_thread("t")).status == "completed"
+        assert RAN["carts"] == 1
+
+    asyncio.run(main())
+
+
+def test_a_recovery_sweep_cancelled_while_a_write_fails_stops_at_once(
+        stores: StoreFactory) -> None:
+    RAN.clear()
+    store = FailingWrites(stores())
+    agent = make_agent(store)
+    names = ["a", "b", "c"]
+
+    async def main() -> None:
+        await stale_threads(agent, store, names)
+        store.writing = asyncio.Event()
+        store.mode = "slow"
+        sweep = asyncio.ensure_future(agent.arecover_stale())
+        await store.writing.wait()
+        sweep.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await sweep
+        # the sweep stopped in the first thread's write: the others were not tried
+        assert len(set(store.failed_writes)) == 1, store.failed_writes
+        assert sum(RAN.values()) == 0
+        await recover_all(agent, store, names)
+
+    asyncio.run(main())
+
+
+@pytest.mark.postgres
+def test_a_worker_stopped_while_its_sweep_write_fails_returns(tmp_path: Path) -> None:
+    """The sweep runs every 50 ms; the stop comes while its write is under way and then fails.
+    The worker returns within its grace, and the thread is recovered later."""
+    require_postgres()
+    RAN.clear()
+    pg = StoreFactory("postgres", tmp_path)
+    try:
+        store = FailingWrites(pg(), delay=0.3)
+        agent = make_agent(store)
+        worker = Worker(agent, poll_interval=0.05, recovery_interval=timedelta(seconds=0.05),
+                        expiry_interval=None, shutdown_grace=1.0)
+
+        async def main() -> float:
+            await stale_threads(agent, store, ["w"])
+            store.writing = asyncio.Event()
+            store.mode = "slow"
+            stop = asyncio.Event()
+            running = asyncio.ensure_future(worker.run(stop))
+            await asyncio.wait_for(store.writing.wait(), 10)
+            stop.set()
+            t0 = time.monotonic()
+            done, _ = await asyncio.wait({running}, timeout=15)
+            took = time.monotonic() - t0
+            if not done:  # report it, then let the test end
+                running.cancel()
+                await asyncio.wait({running})
+            assert done, "the worker did not return after its stop"
+            running.result()
+            await recover_all(agent, store, ["w"])
+            return took
+
+        assert asyncio.run(main()) < 5.0
+    finally:
+        pg.cleanup()
+
+
+@pytest.mark.postgres
+def test_a_worker_stops_even_when_a_sweep_turns_its_stop_into_an_error(tmp_path: Path) -> None:
+    """Whatever a sweep calls may take a cancellation in and raise something else (a driver,
+    a user's hook): the worker's background loop stops all the same, instead of logging the
+    error and sweeping again."""
+    require_postgres()
+    pg = StoreFactory("postgres", tmp_path)
+    try:
+        agent = make_agent(pg())
+        sweeps: list[str] = []
+        started = asyncio.Event()
+
+        async def sweep_that_swallows() -> list[Any]:
+            sweeps.append("started")
+            started.set()
+            if "cancelled" in sweeps:
+                return []  # once is enough (the test then ends either way)
+            try:
+                await asyncio.sleep(0.3)
+            except asyncio.CancelledError:
+                sweeps.append("cancelled")
+                raise StorageError("injected: the stop became an error") from None
+            return []
+
+        agent.arecover_stale = sweep_that_swallows  # type: ignore[method-assign]
+        worker = Worker(agent, poll_interval=0.05, recovery_interval=timedelta(seconds=0.05),
+                        expiry_interval=None, shutdown_grace=1.0)
+
+        async def main() -> None:
+            stop = asyncio.Event()
+            running = asyncio.ensure_future(worker.run(stop))
+            await asyncio.wait_for(started.wait(), 10)
+            stop.set()
+            done, _ = await asyncio.wait({running}, timeout=10)
+            if not done:
+                running.cancel()
+                await asyncio.wait({running})
+            assert done, f"the worker did not return after its stop ({len(sweeps)} sweeps)"
+            running.result()
+            assert sweeps == ["started", "cancelled"]  # no sweep after the stop
+
+        asyncio.run(main())
+    finally:
+        pg.cleanup()
