@@ -10,7 +10,9 @@ goes on kept a stopping worker alive for good (a CI run found a worker still run
 after its SIGTERM).
 
 Every state keeps a mover: the thread whose write failed is left for recovery, which runs it
-once when the store works again.
+once when the store works again. And a known outcome outranks a prompt stop: while this process
+keeps a tool's result that the store did not take, the store's error goes up instead, so that a
+worker holding its claim tries again and stores it before it exits.
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ def script(messages: Any) -> Any:
 class FailingWrites:
     """Wraps a store. ``mode``: ``None`` passes every commit; ``"running"`` fails at once the
     commits that write a ``running`` call (nothing stored); ``"slow"`` makes every commit wait
-    ``delay`` seconds (a write under way) and then fail, nothing stored."""
+    ``delay`` seconds (a write under way) and then fail, nothing stored; ``"result"`` does that
+    to the first commit of a tool's result, fails the next commit at once, and then passes
+    every commit again."""
 
     durable = True
 
@@ -66,13 +70,24 @@ class FailingWrites:
         self.mode: str | None = None
         self.delay = delay
         self.failed_writes: list[str] = []
+        self.slow_failure = False
         self.writing: asyncio.Event | None = None
 
     async def commit(self, change: Any, *, expected_version: int | None) -> None:
         if self.mode == "running" and any(e.state == CallState.RUNNING
                                           for e in change.journal):
             raise StorageError("injected: the connection broke before the write was sent")
-        if self.mode == "slow":
+        if self.mode == "result" and any(e.state == CallState.SUCCEEDED
+                                         for e in change.journal):
+            self.mode = "after result"
+            self.slow_failure = True
+        elif self.mode == "after result":
+            # the run's failure, stored with the result staged in it, fails too; the next
+            # write works again
+            self.mode = None
+            raise StorageError("injected: the connection broke again")
+        if self.mode == "slow" or self.slow_failure:
+            self.slow_failure = False
             self.failed_writes.append(change.thread.thread_id)
             if self.writing is not None:
                 self.writing.set()
@@ -250,6 +265,74 @@ def test_a_worker_stops_even_when_a_sweep_turns_its_stop_into_an_error(tmp_path:
             assert done, f"the worker did not return after its stop ({len(sweeps)} sweeps)"
             running.result()
             assert sweeps == ["started", "cancelled"]  # no sweep after the stop
+
+        asyncio.run(main())
+    finally:
+        pg.cleanup()
+
+
+def test_a_known_result_outranks_a_prompt_stop(stores: StoreFactory) -> None:
+    """Invariant 2: the tool ran and its result write fails while the run is cancelled. The
+    store's error goes up (not the cancellation), so that whoever tries again in this
+    process stores the real result; the call is never declared "outcome unknown"."""
+    RAN.clear()
+    store = FailingWrites(stores())
+    agent = make_agent(store)
+
+    async def main() -> None:
+        store.writing = asyncio.Event()
+        paused = await agent.ainvoke("orders", thread_id="t")
+        store.mode = "result"
+        task = asyncio.ensure_future(agent.aresume(
+            "t", [{"type": "approve"}], interrupt_id=paused.interrupts[0].id))
+        await store.writing.wait()
+        task.cancel()
+        with pytest.raises(StorageError):
+            await task
+        assert RAN["orders"] == 1
+        done = await agent.arecover("t")
+        assert done.status == "completed"
+        entry = next(iter(await agent.ajournal("t")))
+        assert entry.state == CallState.SUCCEEDED
+        assert entry.result is not None and entry.result.content == "deleted orders"
+        assert RAN["orders"] == 1
+
+    asyncio.run(main())
+
+
+@pytest.mark.postgres
+def test_a_stopping_worker_stores_the_result_its_cancelled_run_could_not(
+        tmp_path: Path) -> None:
+    """The worker is stopped with no grace while its run's result write is under way, and
+    that write fails: the worker stores the result on its next try before it returns (the
+    process would take it along otherwise), and nothing is "outcome unknown"."""
+    require_postgres()
+    RAN.clear()
+    pg = StoreFactory("postgres", tmp_path)
+    try:
+        store = FailingWrites(pg(), delay=0.3)
+        agent = make_agent(store)
+        worker = Worker(agent, poll_interval=0.05, recovery_interval=None,
+                        expiry_interval=None, shutdown_grace=0.0)
+
+        async def main() -> None:
+            store.writing = asyncio.Event()
+            paused = await agent.ainvoke("users", thread_id="u")
+            queued = await agent.aresume("u", [{"type": "approve"}],
+                                         interrupt_id=paused.interrupts[0].id, handoff=True)
+            assert queued.status == "queued"
+            store.mode = "result"
+            stop = asyncio.Event()
+            running = asyncio.ensure_future(worker.run(stop))
+            await asyncio.wait_for(store.writing.wait(), 10)
+            stop.set()
+            done, _ = await asyncio.wait({running}, timeout=15)
+            assert done, "the worker did not return after its stop"
+            running.result()
+            assert RAN["users"] == 1
+            entry = next(iter(await agent.ajournal("u")))
+            assert entry.state == CallState.SUCCEEDED, entry.state
+            assert entry.result is not None and entry.result.content == "deleted users"
 
         asyncio.run(main())
     finally:

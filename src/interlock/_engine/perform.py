@@ -19,6 +19,7 @@ from ..errors import ConcurrencyError, ConfigurationError
 from ..leases import QUEUED, local_run
 from ..storage.base import Checkpointer, RunQueue, no_run_queue
 from ..text import escaped
+from . import spill
 from .deps import RunDeps
 from .execute import ToolStillRunning
 from .txn import Lease, Sink, ThreadTxn, TxnOptions
@@ -68,7 +69,7 @@ async def perform(
                 await _mark_failed(txn, exc)
             if obs is not None:
                 obs.ended(exc)
-            if _cancel_taken_in(exc):
+            if _cancel_taken_in(exc) and not spill.holds(store, thread_id):
                 raise asyncio.CancelledError() from exc
             raise
         if obs is not None:
@@ -82,7 +83,13 @@ def _cancel_taken_in(exc: BaseException) -> bool:
     fails, its error comes up in the cancellation's place, after the handlers of a failed
     write ran. The run ends cancelled all the same: a caller that cancelled gets
     ``CancelledError`` (``wait_for`` its ``TimeoutError``), and a sweep that logs store errors
-    and goes on is not kept going by a stop it never saw."""
+    and goes on is not kept going by a stop it never saw.
+
+    Except while this process keeps a tool's result of the thread that the store did not take
+    (:mod:`.spill`): then the store's error goes up, so that a caller that tries again on it (a
+    stopping worker, holding its claim) stores that result, instead of leaving the call to be
+    declared "outcome unknown" once the process is gone. A known outcome outranks a prompt
+    stop; the background loops stop after such a job all the same."""
     task = asyncio.current_task()
     return isinstance(exc, Exception) and task is not None and task.cancelling() > 0
 

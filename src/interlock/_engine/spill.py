@@ -111,6 +111,12 @@ def kept(store: object, key: Key) -> ToolMessage | None:
         return None
 
 
+def holds(store: object, thread_id: str) -> bool:
+    """Whether this process keeps a result of ``thread_id`` that the store did not take yet."""
+    place = _Place(store)
+    return any(p == place and key[0] == thread_id for p, key in _KEPT)
+
+
 def drop(store: object, key: Key) -> None:
     """The result for ``key`` is stored: forget it."""
     _KEPT.pop((_Place(store), key), None)
