@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,18 @@ class FailingWrites:
         return getattr(self.inner, name)
 
 
+@pytest.fixture
+def pg_writes(tmp_path: Path) -> Iterator[FailingWrites]:
+    """A Postgres store of this test's own, behind :class:`FailingWrites`."""
+    require_postgres()
+    RAN.clear()
+    pg = StoreFactory("postgres", tmp_path)
+    try:
+        yield FailingWrites(pg(), delay=0.3)
+    finally:
+        pg.cleanup()
+
+
 def make_agent(store: Any) -> Agent:
     return Agent(model=ScriptedModel(script), tools=[delete_rows], checkpointer=store,
                  middleware=[HumanInTheLoop({"delete_rows": True})],
@@ -127,6 +140,20 @@ async def recover_all(agent: Agent, store: FailingWrites, names: list[str]) -> N
     assert {n: RAN[n] for n in names} == dict.fromkeys(names, 1)
 
 
+async def resume_cancelled_mid_write(agent: Agent, store: FailingWrites, table: str,
+                                     mode: str) -> asyncio.Task[Any]:
+    """Thread ``t`` pauses for ``table``; its approving resume is cancelled while a write made
+    to fail by ``mode`` is under way. Returns the resume's task."""
+    store.writing = asyncio.Event()
+    paused = await agent.ainvoke(table, thread_id="t")
+    store.mode = mode
+    task = asyncio.ensure_future(agent.aresume(
+        "t", [{"type": "approve"}], interrupt_id=paused.interrupts[0].id))
+    await store.writing.wait()
+    task.cancel()
+    return task
+
+
 @pytest.mark.parametrize("how", ["cancel", "wait_for"])
 def test_a_resume_cancelled_while_its_write_fails_ends_cancelled(
         stores: StoreFactory, how: str) -> None:
@@ -135,20 +162,18 @@ def test_a_resume_cancelled_while_its_write_fails_ends_cancelled(
     agent = make_agent(store)
 
     async def main() -> None:
-        store.writing = asyncio.Event()
-        paused = await agent.ainvoke("carts", thread_id="t")
-        store.mode = "slow"
-        resume = agent.aresume("t", [{"type": "approve"}], interrupt_id=paused.interrupts[0].id)
         if how == "cancel":
-            task = asyncio.ensure_future(resume)
-            await store.writing.wait()
-            task.cancel()
+            task = await resume_cancelled_mid_write(agent, store, "carts", "slow")
             with pytest.raises(asyncio.CancelledError):
                 await task
             assert task.cancelled()  # not ended by the write's StorageError
         else:
+            paused = await agent.ainvoke("carts", thread_id="t")
+            store.mode = "slow"
             with pytest.raises(TimeoutError):  # not the write's StorageError
-                await asyncio.wait_for(resume, timeout=store.delay / 4)
+                await asyncio.wait_for(agent.aresume(
+                    "t", [{"type": "approve"}], interrupt_id=paused.interrupts[0].id),
+                    timeout=store.delay / 4)
         assert store.failed_writes and RAN["carts"] == 0
         # nothing was stored: the call is still approved, and recovery (or the reviewer's
         # decision again) runs it once
@@ -189,86 +214,76 @@ def test_a_recovery_sweep_cancelled_while_a_write_fails_stops_at_once(
 
 
 @pytest.mark.postgres
-def test_a_worker_stopped_while_its_sweep_write_fails_returns(tmp_path: Path) -> None:
+def test_a_worker_stopped_while_its_sweep_write_fails_returns(pg_writes: FailingWrites) -> None:
     """The sweep runs every 50 ms; the stop comes while its write is under way and then fails.
     The worker returns within its grace, and the thread is recovered later."""
-    require_postgres()
-    RAN.clear()
-    pg = StoreFactory("postgres", tmp_path)
-    try:
-        store = FailingWrites(pg(), delay=0.3)
-        agent = make_agent(store)
-        worker = Worker(agent, poll_interval=0.05, recovery_interval=timedelta(seconds=0.05),
-                        expiry_interval=None, shutdown_grace=1.0)
+    store = pg_writes
+    agent = make_agent(store)
+    worker = Worker(agent, poll_interval=0.05, recovery_interval=timedelta(seconds=0.05),
+                    expiry_interval=None, shutdown_grace=1.0)
 
-        async def main() -> float:
-            await stale_threads(agent, store, ["w"])
-            store.writing = asyncio.Event()
-            store.mode = "slow"
-            stop = asyncio.Event()
-            running = asyncio.ensure_future(worker.run(stop))
-            await asyncio.wait_for(store.writing.wait(), 10)
-            stop.set()
-            t0 = time.monotonic()
-            done, _ = await asyncio.wait({running}, timeout=15)
-            took = time.monotonic() - t0
-            if not done:  # report it, then let the test end
-                running.cancel()
-                await asyncio.wait({running})
-            assert done, "the worker did not return after its stop"
-            running.result()
-            await recover_all(agent, store, ["w"])
-            return took
+    async def main() -> float:
+        await stale_threads(agent, store, ["w"])
+        store.writing = asyncio.Event()
+        store.mode = "slow"
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.wait_for(store.writing.wait(), 10)
+        stop.set()
+        t0 = time.monotonic()
+        done, _ = await asyncio.wait({running}, timeout=15)
+        took = time.monotonic() - t0
+        if not done:  # report it, then let the test end
+            running.cancel()
+            await asyncio.wait({running})
+        assert done, "the worker did not return after its stop"
+        running.result()
+        await recover_all(agent, store, ["w"])
+        return took
 
-        assert asyncio.run(main()) < 5.0
-    finally:
-        pg.cleanup()
+    assert asyncio.run(main()) < 5.0
 
 
 @pytest.mark.postgres
-def test_a_worker_stops_even_when_a_sweep_turns_its_stop_into_an_error(tmp_path: Path) -> None:
+def test_a_worker_stops_even_when_a_sweep_turns_its_stop_into_an_error(
+        pg_writes: FailingWrites) -> None:
     """Whatever a sweep calls may take a cancellation in and raise something else (a driver,
     a user's hook): the worker's background loop stops all the same, instead of logging the
     error and sweeping again."""
-    require_postgres()
-    pg = StoreFactory("postgres", tmp_path)
-    try:
-        agent = make_agent(pg())
-        sweeps: list[str] = []
-        started = asyncio.Event()
+    agent = make_agent(pg_writes)
+    sweeps: list[str] = []
+    started = asyncio.Event()
 
-        async def sweep_that_swallows() -> list[Any]:
-            sweeps.append("started")
-            started.set()
-            if "cancelled" in sweeps:
-                return []  # once is enough (the test then ends either way)
-            try:
-                await asyncio.sleep(0.3)
-            except asyncio.CancelledError:
-                sweeps.append("cancelled")
-                raise StorageError("injected: the stop became an error") from None
-            return []
+    async def sweep_that_swallows() -> list[Any]:
+        sweeps.append("started")
+        started.set()
+        if "cancelled" in sweeps:
+            return []  # once is enough (the test then ends either way)
+        try:
+            await asyncio.sleep(0.3)
+        except asyncio.CancelledError:
+            sweeps.append("cancelled")
+            raise StorageError("injected: the stop became an error") from None
+        return []
 
-        agent.arecover_stale = sweep_that_swallows  # type: ignore[method-assign]
-        worker = Worker(agent, poll_interval=0.05, recovery_interval=timedelta(seconds=0.05),
-                        expiry_interval=None, shutdown_grace=1.0)
+    agent.arecover_stale = sweep_that_swallows  # type: ignore[method-assign]
+    worker = Worker(agent, poll_interval=0.05, recovery_interval=timedelta(seconds=0.05),
+                    expiry_interval=None, shutdown_grace=1.0)
 
-        async def main() -> None:
-            stop = asyncio.Event()
-            running = asyncio.ensure_future(worker.run(stop))
-            await asyncio.wait_for(started.wait(), 10)
-            stop.set()
-            done, _ = await asyncio.wait({running}, timeout=10)
-            if not done:
-                running.cancel()
-                await asyncio.wait({running})
-            assert done, f"the worker did not return after its stop ({len(sweeps)} sweeps)"
-            running.result()
-            assert sweeps == ["started", "cancelled"]  # no sweep after the stop
+    async def main() -> None:
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.wait_for(started.wait(), 10)
+        stop.set()
+        done, _ = await asyncio.wait({running}, timeout=10)
+        if not done:
+            running.cancel()
+            await asyncio.wait({running})
+        assert done, f"the worker did not return after its stop ({len(sweeps)} sweeps)"
+        running.result()
+        assert sweeps == ["started", "cancelled"]  # no sweep after the stop
 
-        asyncio.run(main())
-    finally:
-        pg.cleanup()
+    asyncio.run(main())
 
 
 def test_a_known_result_outranks_a_prompt_stop(stores: StoreFactory) -> None:
@@ -280,13 +295,7 @@ def test_a_known_result_outranks_a_prompt_stop(stores: StoreFactory) -> None:
     agent = make_agent(store)
 
     async def main() -> None:
-        store.writing = asyncio.Event()
-        paused = await agent.ainvoke("orders", thread_id="t")
-        store.mode = "result"
-        task = asyncio.ensure_future(agent.aresume(
-            "t", [{"type": "approve"}], interrupt_id=paused.interrupts[0].id))
-        await store.writing.wait()
-        task.cancel()
+        task = await resume_cancelled_mid_write(agent, store, "orders", "result")
         with pytest.raises(StorageError):
             await task
         assert RAN["orders"] == 1
@@ -302,38 +311,32 @@ def test_a_known_result_outranks_a_prompt_stop(stores: StoreFactory) -> None:
 
 @pytest.mark.postgres
 def test_a_stopping_worker_stores_the_result_its_cancelled_run_could_not(
-        tmp_path: Path) -> None:
+        pg_writes: FailingWrites) -> None:
     """The worker is stopped with no grace while its run's result write is under way, and
     that write fails: the worker stores the result on its next try before it returns (the
     process would take it along otherwise), and nothing is "outcome unknown"."""
-    require_postgres()
-    RAN.clear()
-    pg = StoreFactory("postgres", tmp_path)
-    try:
-        store = FailingWrites(pg(), delay=0.3)
-        agent = make_agent(store)
-        worker = Worker(agent, poll_interval=0.05, recovery_interval=None,
-                        expiry_interval=None, shutdown_grace=0.0)
+    store = pg_writes
+    agent = make_agent(store)
+    worker = Worker(agent, poll_interval=0.05, recovery_interval=None,
+                    expiry_interval=None, shutdown_grace=0.0)
 
-        async def main() -> None:
-            store.writing = asyncio.Event()
-            paused = await agent.ainvoke("users", thread_id="u")
-            queued = await agent.aresume("u", [{"type": "approve"}],
-                                         interrupt_id=paused.interrupts[0].id, handoff=True)
-            assert queued.status == "queued"
-            store.mode = "result"
-            stop = asyncio.Event()
-            running = asyncio.ensure_future(worker.run(stop))
-            await asyncio.wait_for(store.writing.wait(), 10)
-            stop.set()
-            done, _ = await asyncio.wait({running}, timeout=15)
-            assert done, "the worker did not return after its stop"
-            running.result()
-            assert RAN["users"] == 1
-            entry = next(iter(await agent.ajournal("u")))
-            assert entry.state == CallState.SUCCEEDED, entry.state
-            assert entry.result is not None and entry.result.content == "deleted users"
+    async def main() -> None:
+        store.writing = asyncio.Event()
+        paused = await agent.ainvoke("users", thread_id="u")
+        queued = await agent.aresume("u", [{"type": "approve"}],
+                                     interrupt_id=paused.interrupts[0].id, handoff=True)
+        assert queued.status == "queued"
+        store.mode = "result"
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.wait_for(store.writing.wait(), 10)
+        stop.set()
+        done, _ = await asyncio.wait({running}, timeout=15)
+        assert done, "the worker did not return after its stop"
+        running.result()
+        assert RAN["users"] == 1
+        entry = next(iter(await agent.ajournal("u")))
+        assert entry.state == CallState.SUCCEEDED, entry.state
+        assert entry.result is not None and entry.result.content == "deleted users"
 
-        asyncio.run(main())
-    finally:
-        pg.cleanup()
+    asyncio.run(main())
