@@ -62,7 +62,8 @@ class FailingWrites:
     commits that write a ``running`` call (nothing stored); ``"slow"`` makes every commit wait
     ``delay`` seconds (a write under way) and then fail, nothing stored; ``"result"`` does that
     to the first commit of a tool's result, fails the next commit at once, and then passes
-    every commit again."""
+    every commit again; ``"running lands"`` stores the first commit of a ``running`` call, then
+    waits and reports it failed (the answer lost), and passes every commit after."""
 
     durable = True
 
@@ -87,6 +88,15 @@ class FailingWrites:
             # write works again
             self.mode = None
             raise StorageError("injected: the connection broke again")
+        if self.mode == "running lands" and any(e.state == CallState.RUNNING
+                                                for e in change.journal):
+            self.mode = None  # once
+            await self.inner.commit(change, expected_version=expected_version)
+            self.failed_writes.append(change.thread.thread_id)
+            if self.writing is not None:
+                self.writing.set()
+            await asyncio.sleep(self.delay)
+            raise StorageError("injected: the answer to this write was lost")
         if self.mode == "slow" or self.slow_failure:
             self.slow_failure = False
             self.failed_writes.append(change.thread.thread_id)
@@ -310,11 +320,14 @@ def test_a_known_result_outranks_a_prompt_stop(stores: StoreFactory) -> None:
 
 
 @pytest.mark.postgres
-def test_a_stopping_worker_stores_the_result_its_cancelled_run_could_not(
-        pg_writes: FailingWrites) -> None:
-    """The worker is stopped with no grace while its run's result write is under way, and
-    that write fails: the worker stores the result on its next try before it returns (the
-    process would take it along otherwise), and nothing is "outcome unknown"."""
+@pytest.mark.parametrize("mode", ["result", "running lands"])
+def test_a_stopping_worker_settles_what_only_it_knows_before_it_returns(
+        pg_writes: FailingWrites, mode: str) -> None:
+    """The worker is stopped with no grace while a write fails that leaves knowledge only in
+    this process: a tool's result the store did not take (``result``), or a ``running`` entry
+    that landed although the write reported failure, so the tool never started (``running
+    lands``). The worker settles it on its next try before it returns: the tool runs once,
+    its real result is stored, and nothing is "outcome unknown"."""
     store = pg_writes
     agent = make_agent(store)
     worker = Worker(agent, poll_interval=0.05, recovery_interval=None,
@@ -326,7 +339,7 @@ def test_a_stopping_worker_stores_the_result_its_cancelled_run_could_not(
         queued = await agent.aresume("u", [{"type": "approve"}],
                                      interrupt_id=paused.interrupts[0].id, handoff=True)
         assert queued.status == "queued"
-        store.mode = "result"
+        store.mode = mode
         stop = asyncio.Event()
         running = asyncio.ensure_future(worker.run(stop))
         await asyncio.wait_for(store.writing.wait(), 10)
@@ -338,5 +351,6 @@ def test_a_stopping_worker_stores_the_result_its_cancelled_run_could_not(
         entry = next(iter(await agent.ajournal("u")))
         assert entry.state == CallState.SUCCEEDED, entry.state
         assert entry.result is not None and entry.result.content == "deleted users"
+        assert not [r for r in await agent.aaudit("u") if r.kind == "outcome_unknown"]
 
     asyncio.run(main())

@@ -28,6 +28,7 @@ from ._engine import (
 from ._engine import decide as _decide
 from ._engine import loop as _loop
 from ._engine.runner import ChildRunner  # beside the package: one import level less
+from ._failures import stop_if_cancelled
 from ._sync import iterate_blocking, run_blocking
 from .audit.key import load_key
 from .audit.verify import AuditHead, AuditReport, export_head, verify_store
@@ -383,6 +384,7 @@ class Agent:
         stale = await stale_threads(self.checkpointer, self.clock())
         results: list[RunResult] = []
         for thread_id in stale:
+            stop_if_cancelled()  # asked to stop while the last one was recovered: no next one
             try:
                 results.append(await self.arecover(thread_id))
             except ThreadBusy:
@@ -419,6 +421,7 @@ class Agent:
             if not due:
                 break
             for thread_id in due:
+                stop_if_cancelled()  # asked to stop while the last one expired: no next one
                 tried.add(thread_id)
                 try:
                     root = await self._root(thread_id)  # a sub-agent's: through its parent

@@ -69,7 +69,7 @@ async def perform(
                 await _mark_failed(txn, exc)
             if obs is not None:
                 obs.ended(exc)
-            if _cancel_taken_in(exc) and not spill.holds(store, thread_id):
+            if _cancel_taken_in(exc) and not spill.unsettled(store, thread_id):
                 raise asyncio.CancelledError() from exc
             raise
         if obs is not None:
@@ -85,11 +85,12 @@ def _cancel_taken_in(exc: BaseException) -> bool:
     ``CancelledError`` (``wait_for`` its ``TimeoutError``), and a sweep that logs store errors
     and goes on is not kept going by a stop it never saw.
 
-    Except while this process keeps a tool's result of the thread that the store did not take
-    (:mod:`.spill`): then the store's error goes up, so that a caller that tries again on it (a
-    stopping worker, holding its claim) stores that result, instead of leaving the call to be
-    declared "outcome unknown" once the process is gone. A known outcome outranks a prompt
-    stop; the background loops stop after such a job all the same."""
+    Except while this process knows what the store may not hold of the thread (:mod:`.spill`:
+    a tool's result the store did not take, or a call whose tool never started although its
+    ``running`` write may have landed): then the store's error goes up, so that a caller that
+    tries again on it (a stopping worker, holding its claim) settles it, instead of leaving
+    the call to be declared "outcome unknown" once the process is gone. A known outcome
+    outranks a prompt stop; the background loops stop after such a job all the same."""
     task = asyncio.current_task()
     return isinstance(exc, Exception) and task is not None and task.cancelling() > 0
 

@@ -111,10 +111,14 @@ def kept(store: object, key: Key) -> ToolMessage | None:
         return None
 
 
-def holds(store: object, thread_id: str) -> bool:
-    """Whether this process keeps a result of ``thread_id`` that the store did not take yet."""
+def unsettled(store: object, thread_id: str) -> bool:
+    """Whether this process knows something of ``thread_id`` that the store may not hold: a
+    result it did not take yet, or an attempt whose tool never started although its
+    ``running`` write may have landed. Both go with the process; a run of the thread in this
+    process settles them (stores the result, puts the call back)."""
     place = _Place(store)
-    return any(p == place and key[0] == thread_id for p, key in _KEPT)
+    return any(p == place and key[0] == thread_id for p, key in _KEPT) or any(
+        p == place and attempt[0] == thread_id for p, attempt in _NOT_STARTED)
 
 
 def drop(store: object, key: Key) -> None:
