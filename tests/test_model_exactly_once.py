@@ -310,9 +310,14 @@ class ExactlyOnce(RuleBasedStateMachine):
         for tid in self.tids:
             rows = self.w.run(self.w.reader.audit(thread_id=tid))
             if any(r.kind == "outcome_unknown" for r in rows):
-                assert self.w.unknown_allowed(rows), (
-                    tid, [(r.kind, r.data) for r in rows],
-                    [e for e in effects_of(self.w.effects) if e["account"] == tid])
+                # a string, so that pytest prints it whole: which owner each recovery found
+                assert self.w.unknown_allowed(rows), "\n".join(
+                    [f"thread {tid}: outcome unknown where no SIGKILL explains it",
+                     *(f"  {r.kind} {r.ts.isoformat()} {r.data}" for r in rows),
+                     *(f"  effect {e}" for e in effects_of(self.w.effects)
+                       if e["account"] == tid),
+                     f"  SIGKILLed pids: {sorted(getattr(self.w, 'killed', ()))}, "
+                     f"stopped: {[(w.pid, code) for w, code in getattr(self.w, 'stopped', ())]}"])
 
     def _marked(self) -> set[str]:
         """The threads in the sweep's index."""
