@@ -8,6 +8,9 @@ first failure of an outage is logged as a warning — an :class:`~interlock.Inte
 its traceback, since that is a bug to report — the same failure again only at debug level,
 and one line when the job works again, saying how many attempts failed meanwhile. A
 different failure during the outage is logged as a new warning.
+
+:func:`stop_if_cancelled` ends such a job's loop when its task was asked to stop while an
+attempt ran, even if that attempt ended normally or with an error all the same.
 """
 
 from __future__ import annotations

@@ -85,9 +85,9 @@ async def _repeat(what: str, job: Callable[[], Awaitable[list[RunResult]]],
             raise
         except Exception as exc:
             failures.failed(exc, retry)
-            stop_if_cancelled()
-            continue
-        failures.worked()
+            changed = []
+        else:
+            failures.worked()
         stop_if_cancelled()
         if changed:
             watcher.poke()
