@@ -61,8 +61,8 @@ class FailingWrites:
     """Wraps a store. ``mode``: ``None`` passes every commit; ``"running"`` fails at once the
     commits that write a ``running`` call (nothing stored); ``"slow"`` makes every commit wait
     ``delay`` seconds (a write under way) and then fail, nothing stored; ``"result"`` does that
-    to the first commit of a tool's result, fails the next commit at once, and then passes
-    every commit again; ``"running lands"`` stores the first commit of a ``running`` call, then
+    to the first commit of a tool's result, fails the next ``down`` commits at once, and then
+    passes every commit again; ``"running lands"`` stores the first commit of a ``running`` call, then
     waits and reports it failed (the answer lost), and passes every commit after."""
 
     durable = True
@@ -74,6 +74,7 @@ class FailingWrites:
         self.failed_writes: list[str] = []
         self.slow_failure = False
         self.writing: asyncio.Event | None = None
+        self.down = 1
 
     async def commit(self, change: Any, *, expected_version: int | None) -> None:
         if self.mode == "running" and any(e.state == CallState.RUNNING
@@ -84,9 +85,12 @@ class FailingWrites:
             self.mode = "after result"
             self.slow_failure = True
         elif self.mode == "after result":
-            # the run's failure, stored with the result staged in it, fails too; the next
-            # write works again
-            self.mode = None
+            # the run's failure, stored with the result staged in it, fails too (and the
+            # writes of the next ``down - 1`` tries); then writes work again
+            self.down -= 1
+            if self.down <= 0:
+                self.mode = None
+            self.failed_writes.append(change.thread.thread_id)
             raise StorageError("injected: the connection broke again")
         if self.mode == "running lands" and any(e.state == CallState.RUNNING
                                                 for e in change.journal):
@@ -319,6 +323,42 @@ def test_a_known_result_outranks_a_prompt_stop(stores: StoreFactory) -> None:
     asyncio.run(main())
 
 
+async def worker_stopped_mid_write(store: FailingWrites, table: str, thread_id: str,
+                                   mode: str, *, down: int = 1, bound: float = 15) -> None:
+    """Thread ``thread_id`` asks to delete ``table``; the approval hands it to a worker (no
+    shutdown grace), which is stopped while a write made to fail by ``mode`` is under way.
+    Returns once the worker did, within ``bound`` seconds; the tool ran once."""
+    agent = make_agent(store)
+    worker = Worker(agent, poll_interval=0.05, recovery_interval=None,
+                    expiry_interval=None, shutdown_grace=0.0)
+    store.writing = asyncio.Event()
+    paused = await agent.ainvoke(table, thread_id=thread_id)
+    queued = await agent.aresume(thread_id, [{"type": "approve"}],
+                                 interrupt_id=paused.interrupts[0].id, handoff=True)
+    assert queued.status == "queued"
+    store.down = down
+    store.mode = mode
+    stop = asyncio.Event()
+    running = asyncio.ensure_future(worker.run(stop))
+    await asyncio.wait_for(store.writing.wait(), 10)
+    stop.set()
+    done, _ = await asyncio.wait({running}, timeout=bound)
+    assert done, "the worker did not return after its stop"
+    running.result()
+    assert RAN[table] == 1
+
+
+async def settled(store: FailingWrites, table: str, thread_id: str) -> None:
+    """What the store holds, read as another process would: the call succeeded with its
+    real result, the run completed, and nobody was asked "outcome unknown"."""
+    entry = next(iter(await store.inner.journal(thread_id)))
+    assert entry.state == CallState.SUCCEEDED, entry.state
+    assert entry.result is not None and entry.result.content == f"deleted {table}"
+    snap = await store.inner.load(thread_id)
+    assert snap is not None and snap.thread.status == "completed"
+    assert not [r for r in await store.inner.audit(thread_id=thread_id) if r.kind == "outcome_unknown"]
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("mode", ["result", "running lands"])
 def test_a_stopping_worker_settles_what_only_it_knows_before_it_returns(
@@ -328,29 +368,31 @@ def test_a_stopping_worker_settles_what_only_it_knows_before_it_returns(
     that landed although the write reported failure, so the tool never started (``running
     lands``). The worker settles it on its next try before it returns: the tool runs once,
     its real result is stored, and nothing is "outcome unknown"."""
-    store = pg_writes
-    agent = make_agent(store)
-    worker = Worker(agent, poll_interval=0.05, recovery_interval=None,
-                    expiry_interval=None, shutdown_grace=0.0)
 
     async def main() -> None:
-        store.writing = asyncio.Event()
-        paused = await agent.ainvoke("users", thread_id="u")
-        queued = await agent.aresume("u", [{"type": "approve"}],
-                                     interrupt_id=paused.interrupts[0].id, handoff=True)
-        assert queued.status == "queued"
-        store.mode = mode
-        stop = asyncio.Event()
-        running = asyncio.ensure_future(worker.run(stop))
-        await asyncio.wait_for(store.writing.wait(), 10)
-        stop.set()
-        done, _ = await asyncio.wait({running}, timeout=15)
-        assert done, "the worker did not return after its stop"
-        running.result()
-        assert RAN["users"] == 1
-        entry = next(iter(await agent.ajournal("u")))
-        assert entry.state == CallState.SUCCEEDED, entry.state
-        assert entry.result is not None and entry.result.content == "deleted users"
-        assert not [r for r in await agent.aaudit("u") if r.kind == "outcome_unknown"]
+        await worker_stopped_mid_write(pg_writes, "users", "u", mode)
+        await settled(pg_writes, "users", "u")
+
+    asyncio.run(main())
+
+
+@pytest.mark.postgres
+def test_a_stopping_worker_keeps_trying_a_result_it_holds_past_its_store_retries(
+        pg_writes: FailingWrites) -> None:
+    """Invariant 2 when the store stays down longer than the worker's ordinary retries: the
+    tool ran, and the writes fail for more tries than ``STORE_RETRIES`` while the worker is
+    stopped with no grace. The result lives only in this process (Postgres has no spill
+    directory), so the worker holds its claim and tries until the store takes the result,
+    then returns. Before, it gave the entry back after ``STORE_RETRIES`` tries and returned,
+    and the call was left ``running`` for another process to ask as "outcome unknown"."""
+    from interlock import worker as worker_module
+
+    async def main() -> None:
+        # every try fails at least once; twice as many failed writes as the worker's retries
+        await worker_stopped_mid_write(pg_writes, "invoices", "v", "result",
+                                       down=2 * worker_module.STORE_RETRIES + 1, bound=30)
+        assert pg_writes.mode is None, "the store's outage did not run its course"
+        assert len(pg_writes.failed_writes) >= worker_module.STORE_RETRIES + 1
+        await settled(pg_writes, "invoices", "v")
 
     asyncio.run(main())

@@ -21,6 +21,7 @@ from ._engine import (
     T,
     ThreadTxn,
     build_tool_handler,
+    holds_result,
     perform,
     public_interrupt,
     run_result,
@@ -214,6 +215,15 @@ class Agent:
                     f"{self.name!r} is not it).")
             agent = tool.runner.agent
         return tid
+
+    def keeps_unstored(self, thread_id: str) -> bool:
+        """Whether this process holds a tool's result of ``thread_id`` that its store did not
+        take yet (the write failed). A run of the thread in this process stores it; once the
+        process is gone, the call's outcome is asked as unknown (SQLite also keeps such
+        results in a spill directory next to the database, which outlives the process; other
+        stores do not). A worker holding such a thread's claim keeps trying instead of giving
+        the claim back."""
+        return holds_result(self.checkpointer, thread_id)
 
     def allows_approve(self, tool_name: str) -> bool:
         """Whether every review policy lets ``tool_name`` be approved (for cross-tool edits)."""

@@ -54,6 +54,10 @@ log = logging.getLogger("interlock.worker")
 STORE_RETRIES = 4
 """Runs of a claimed entry that failed on the store before the entry is given back."""
 
+UNSTORED_RETRY_SECONDS = 300.0
+"""How long a claimed run is tried again, holding its claim, while this process holds a
+result of it that the store did not take (:meth:`Worker._run_claimed`)."""
+
 
 RELAY_TEXT_CHARS = 400
 RELAY_TEXT_SECONDS = 0.1
@@ -284,23 +288,53 @@ class Worker:
 
     async def _run_claimed(self, entry: QueuedRun) -> RunResult:
         """Run a claimed entry. A run that failed on the store is tried again here, holding
-        the claim (renewed meanwhile), ``STORE_RETRIES`` times: a tool's result this process
-        could not store is then stored by it, never asked about by another worker as
-        "outcome unknown"; after that the failure goes to :meth:`_process`."""
-        for attempt in range(STORE_RETRIES):
+        the claim (renewed meanwhile), ``STORE_RETRIES`` times; after that the failure goes to
+        :meth:`_process`, which gives the entry back.
+
+        While this process holds a tool's result of the thread that the store did not take
+        (:meth:`Agent.keeps_unstored`), the run is tried for up to
+        :data:`UNSTORED_RETRY_SECONDS` instead, and a stop does not cut the pause between two
+        tries short: given back, the entry would be run by another process, which can only
+        ask the call's outcome as unknown (invariant 2: a known outcome is never made
+        "unknown" while it can still be stored)."""
+        attempt = 0
+        first_failure: float | None = None
+        while True:
             relay = RunRelay(self.relay, entry.thread_id) if self.relay is not None else None
             try:
                 return await self.agent.arun_queued(entry.thread_id, on_event=relay)
             except StorageError as exc:
-                if attempt == STORE_RETRIES - 1:
+                attempt += 1
+                now = time.monotonic()
+                first_failure = now if first_failure is None else first_failure
+                keeps = self.agent.keeps_unstored(entry.thread_id)
+                if not keeps and attempt >= STORE_RETRIES:
+                    raise
+                if keeps and now - first_failure >= UNSTORED_RETRY_SECONDS:
+                    log.error("worker: thread %r: a result this process holds could not be "
+                              "stored for %g s (%s); giving the run back, and the call's "
+                              "outcome will be asked as unknown if this process stops",
+                              entry.thread_id, UNSTORED_RETRY_SECONDS, exc)
                     raise
                 log.warning("worker: the run of thread %r failed on the store (%s); trying "
-                            "again", entry.thread_id, exc)
-                await asyncio.sleep(min(self.poll_interval * 2 ** attempt, 5.0))
+                            "again%s", entry.thread_id, exc,
+                            " (this process holds a tool's result the store does not have yet)"
+                            if keeps else "")
+                await self._pause(min(self.poll_interval * 2 ** (attempt - 1), 5.0), keeps)
             finally:
                 if relay is not None:  # the end of the model's text
                     await relay.flush()
-        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    async def _pause(seconds: float, keeps: bool) -> None:
+        """Wait before the next try. A stop (the drain cancels the runs that outlive the
+        grace) ends the wait of a run that ``keeps`` a result the store did not take by trying
+        again at once, not by giving up; the drain's bound still ends a stopping process."""
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            if not keeps:
+                raise
 
     async def _recorded(self, entry: QueuedRun) -> bool:
         """Whether the thread of a run that failed no longer waits on the queue (the run

@@ -14,6 +14,7 @@ from .perform import Step, T, perform
 from .reads import run_result
 from .resume import ResumeSpec
 from .snapshots import DEFAULT_THREADS, SnapshotCache
+from .spill import holds_result
 from .texts import public_interrupt
 from .txn import Sink, ThreadTxn
 
@@ -29,6 +30,7 @@ __all__ = [
     "build_tool_handler",
     "child_state",
     "decide",
+    "holds_result",
     "loop",
     "perform",
     "public_interrupt",

@@ -117,8 +117,16 @@ def unsettled(store: object, thread_id: str) -> bool:
     ``running`` write may have landed. Both go with the process; a run of the thread in this
     process settles them (stores the result, puts the call back)."""
     place = _Place(store)
-    return any(p == place and key[0] == thread_id for p, key in _KEPT) or any(
+    return holds_result(store, thread_id) or any(
         p == place and attempt[0] == thread_id for p, attempt in _NOT_STARTED)
+
+
+def holds_result(store: object, thread_id: str) -> bool:
+    """Whether this process keeps a tool's result of ``thread_id`` that the store did not
+    take: the one thing of the thread that is lost with the process (on a store without a
+    spill directory), and that turns a known outcome into "unknown" when it is."""
+    place = _Place(store)
+    return any(p == place and key[0] == thread_id for p, key in _KEPT)
 
 
 def drop(store: object, key: Key) -> None:
