@@ -13,11 +13,12 @@ Every figure is measured in this run, each system alone in a new process:
 * **CPU and wall time per cycle**: blocks of cycles in alternating processes (interlock,
   floor, peers, interlock, ...), the median of the blocks' per-cycle means;
 * **the SQLite commit floor**: a bare ``sqlite3`` loop that makes, per cycle, the same number
-  of commits as an interlock SQLite cycle (counted on its connections), each inserting as many
-  bytes as interlock stores per commit, with the store's own pragmas (WAL,
+  of durable commits as an interlock SQLite cycle (transactions that wrote, counted on its
+  connections), each inserting as many bytes as interlock stores per commit, and the same
+  number of read-only transactions (each reading one row), with the store's own pragmas (WAL,
   ``synchronous=FULL``, ...). Its wall time is what the disk and SQLite need at least;
 * **the cold resume's floor**: a new process that opens a SQLite database with the same
-  pragmas and makes the resume's commits, against a new process that resumes a paused
+  pragmas and makes the resume's commits and reads, against a new process that resumes a paused
   50-cycle thread (``cold_resume_child.py``); both count from after the imports;
 * **bytes per cycle** at 50 cycles (memory and SQLite stores, every feature on);
 * the peers (LangChain with ``InMemorySaver``, Pydantic AI, the OpenAI Agents SDK), in memory
@@ -68,11 +69,19 @@ TARGETS = {
 
 # --------------------------------------------------------------------------- the children
 
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
 class CommitCounter:
-    """Counts ``COMMIT`` statements on every SQLite connection opened after ``install``."""
+    """Counts the transactions on every SQLite connection opened after ``install``: a
+    ``commits`` is one that wrote (an insert, update or delete before its ``COMMIT``, or a
+    write outside any transaction), made durable with an fsync in WAL with
+    ``synchronous=FULL``; a ``reads`` is a read-only transaction (``BEGIN``, selects,
+    ``COMMIT``), which writes nothing and syncs nothing."""
 
     def __init__(self) -> None:
         self.commits = 0
+        self.reads = 0
         self._connect = sqlite3.connect
 
     def install(self) -> None:
@@ -80,19 +89,40 @@ class CommitCounter:
 
         def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
             conn = counter._connect(*args, **kwargs)
-            conn.set_trace_callback(counter._seen)
+            conn.set_trace_callback(counter._tracer())
             return conn
 
         sqlite3.connect = connect  # type: ignore[assignment]
 
-    def _seen(self, statement: str) -> None:
-        if statement.lstrip()[:6].upper() == "COMMIT":
-            self.commits += 1
+    def _tracer(self) -> Callable[[str], None]:
+        """The trace callback of one connection (its transaction state is its own)."""
+        state = {"open": False, "wrote": False}
+
+        def seen(statement: str) -> None:
+            word = statement.lstrip()[:7].upper()
+            if word.startswith("BEGIN"):
+                state.update(open=True, wrote=False)
+            elif word.startswith(("COMMIT", "END")):
+                if state["wrote"]:
+                    self.commits += 1
+                elif state["open"]:
+                    self.reads += 1
+                state.update(open=False, wrote=False)
+            elif word.startswith("ROLLBAC"):
+                state.update(open=False, wrote=False)
+            elif word.startswith(_WRITES):
+                if state["open"]:
+                    state["wrote"] = True
+                else:
+                    self.commits += 1  # autocommit: a transaction of its own
+
+        return seen
 
 
-def floor_loop(path: str, commits: int, size: int, pragmas: dict[str, str]) -> Callable[
-        [str], None]:
-    """One floor "cycle": ``commits`` durable commits, each inserting ``size`` bytes."""
+def floor_loop(path: str, commits: int, size: int, pragmas: dict[str, str],
+               reads: int = 0) -> Callable[[str], None]:
+    """One floor "cycle": ``commits`` durable commits, each inserting ``size`` bytes, and
+    ``reads`` read-only transactions, each reading one of those rows back."""
     conn = sqlite3.connect(path, isolation_level=None)
     for name, value in pragmas.items():
         conn.execute(f"PRAGMA {name}={value}")
@@ -104,6 +134,11 @@ def floor_loop(path: str, commits: int, size: int, pragmas: dict[str, str]) -> C
         for i in range(commits):
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("INSERT INTO t (k, v) VALUES (?, ?)", (f"{thread_id}/{i}", payload))
+            conn.execute("COMMIT")
+        for i in range(reads):
+            conn.execute("BEGIN")
+            conn.execute("SELECT v FROM t WHERE k=?", (f"{thread_id}/{i % max(1, commits)}",)
+                         ).fetchall()
             conn.execute("COMMIT")
 
     return cycle
@@ -145,7 +180,7 @@ def child(a: argparse.Namespace) -> None:
     if a.system == "floor-sqlite":
         assert floor is not None
         one = floor_loop(str(Path(workdir) / "floor.db"), floor["commits"], floor["size"],
-                         floor["pragmas"])
+                         floor["pragmas"], floor.get("reads", 0))
 
         def run_cycle(tid: str) -> None:
             one(tid)
@@ -160,7 +195,7 @@ def child(a: argparse.Namespace) -> None:
 
     for i in range(a.warm):
         run_cycle(f"w{i}")
-    commits0 = counter.commits
+    commits0, reads0 = counter.commits, counter.reads
     bytes0 = system.stored_bytes() if system is not None else 0
     c0, w0 = time.process_time(), time.perf_counter()
     for i in range(a.cycles):
@@ -171,6 +206,7 @@ def child(a: argparse.Namespace) -> None:
                            "wall_ms": (w1 - w0) * 1e3 / max(1, a.cycles)}
     if a.count_commits:
         out["commits_per_cycle"] = (counter.commits - commits0) / max(1, a.cycles)
+        out["reads_per_cycle"] = (counter.reads - reads0) / max(1, a.cycles)
     if system is not None:
         out["bytes_per_cycle"] = (system.stored_bytes() - bytes0) / max(1, a.cycles)
         if a.system == "il-sqlite":
@@ -189,17 +225,9 @@ def cold_floor_child(a: argparse.Namespace) -> None:
     """A new process's floor for the cold resume: open the database, make the commits."""
     floor = json.loads(a.floor)
     t0 = time.perf_counter()
-    conn = sqlite3.connect(floor["path"], isolation_level=None)
-    for name, value in floor["pragmas"].items():
-        conn.execute(f"PRAGMA {name}={value}")
-    conn.execute("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, k TEXT, v BLOB)")
-    payload = os.urandom(max(1, floor["size"]))
-    for i in range(floor["commits"]):
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO t (k, v) VALUES (?, ?)", (f"cold/{i}", payload))
-        conn.execute("COMMIT")
+    floor_loop(floor["path"], floor["commits"], floor["size"], floor["pragmas"],
+               floor.get("reads", 0))("cold")
     t1 = time.perf_counter()
-    conn.close()
     print("RESULT " + json.dumps({"floor_s": t1 - t0}), flush=True)
 
 
@@ -267,6 +295,7 @@ def cold_resume(workdir: str, floor: dict[str, Any], rounds: int) -> dict[str, A
     resume_s: list[float] = []
     floor_s: list[float] = []
     commits: list[float] = []
+    reads: list[float] = []
     for _ in range(rounds):
         wd = tempfile.mkdtemp(dir=workdir)
         path = str(Path(wd) / "cold.db")
@@ -280,12 +309,15 @@ def cold_resume(workdir: str, floor: dict[str, Any], rounds: int) -> dict[str, A
         res = run_child(["--cold-interlock", path])
         resume_s.append(res["open_s"] + res["resume_s"])
         commits.append(res["commits"])
-        f = dict(floor, commits=round(res["commits"]), path=str(Path(wd) / "floor.db"))
+        reads.append(res["reads"])
+        f = dict(floor, commits=round(res["commits"]), reads=round(res["reads"]),
+                 path=str(Path(wd) / "floor.db"))
         floor_s.append(run_child(["--cold-floor", "--floor", json.dumps(f)])["floor_s"])
         shutil.rmtree(wd, ignore_errors=True)
     return {"call_ms": statistics.median(resume_s) * 1e3,
             "floor_ms": statistics.median(floor_s) * 1e3,
             "commits": statistics.median(commits),
+            "reads": statistics.median(reads),
             "rounds": rounds}
 
 
@@ -300,10 +332,10 @@ def cold_interlock_child(path: str) -> None:
     t1 = time.perf_counter()
     s.resume("cold")
     t2 = time.perf_counter()
-    commits = counter.commits
+    commits, reads = counter.commits, counter.reads
     s.close()
     print("RESULT " + json.dumps({"open_s": t1 - t0, "resume_s": t2 - t1,
-                                  "commits": commits}), flush=True)
+                                  "commits": commits, "reads": reads}), flush=True)
 
 
 def bytes_at_50(workdir: str) -> dict[str, float]:
@@ -318,6 +350,14 @@ def bytes_at_50(workdir: str) -> dict[str, float]:
         out[backend] = s.stored_bytes() / 50
         s.close()
     return out
+
+
+def floor_of(probe: dict[str, Any]) -> dict[str, Any]:
+    """The floor of what a probe of the interlock SQLite cycle counted: as many durable
+    commits, each of the bytes stored per commit, and as many read-only transactions."""
+    commits = max(1, round(probe["commits_per_cycle"]))
+    return {"commits": commits, "size": int(probe["bytes_per_cycle"] / commits),
+            "reads": round(probe["reads_per_cycle"]), "pragmas": probe["pragmas"]}
 
 
 def verdict(value: float, limit: float, higher: bool) -> str:
@@ -358,9 +398,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as workdir:
             probe = run_child(["--child", "il-sqlite", "--warm", "5", "--cycles", "5",
                                "--workdir", workdir, "--count-commits"])
-            commits = max(1, round(probe["commits_per_cycle"]))
-            floor = {"commits": commits, "size": int(probe["bytes_per_cycle"] / commits),
-                     "pragmas": probe["pragmas"]}
+            floor = floor_of(probe)
             for s in a.instructions.split(","):
                 n = instructions(s, workdir, floor, a.warm, a.cycles)
                 print(f"{s:14} {n / 1e6:8.3f}M instructions per cycle", flush=True)
@@ -377,13 +415,13 @@ def main() -> int:
         # 1. what an interlock SQLite cycle commits, to build its floor
         probe = run_child(["--child", "il-sqlite", "--warm", str(warm), "--cycles",
                            str(cycles), "--workdir", workdir, "--count-commits"])
-        commits = max(1, round(probe["commits_per_cycle"]))
-        floor = {"commits": commits, "size": int(probe["bytes_per_cycle"] / commits),
-                 "pragmas": probe["pragmas"]}
+        floor = floor_of(probe)
         result["floor"] = floor
-        print(f"an interlock SQLite cycle: {probe['commits_per_cycle']:.2f} commits, "
-              f"{probe['bytes_per_cycle']:.0f} bytes stored; floor: {commits} commits of "
-              f"{floor['size']} bytes, {floor['pragmas']}", flush=True)
+        print(f"an interlock SQLite cycle: {probe['commits_per_cycle']:.2f} durable commits, "
+              f"{probe['reads_per_cycle']:.2f} read-only transactions, "
+              f"{probe['bytes_per_cycle']:.0f} bytes stored; floor: {floor['commits']} commits "
+              f"of {floor['size']} bytes and {floor['reads']} reads, {floor['pragmas']}",
+              flush=True)
         # 2. time per cycle, alternating processes
         times = timed_blocks(list(SYSTEMS), workdir, floor, warm, cycles, blocks)
         result["time"] = times
@@ -427,7 +465,7 @@ def main() -> int:
               f"{(f'{n / 1e6:9.2f}M' if n else '        -'):>10}")
     c = result["cold"]
     print(f"cold resume call {c['call_ms']:.2f} ms against its floor {c['floor_ms']:.2f} ms "
-          f"({c['commits']:.0f} commits)")
+          f"({c['commits']:.0f} commits, {c['reads']:.0f} reads)")
     print()
     for t in result["targets"].values():
         print(f"{t['what']:58} {t['value']:12.3f}  target {t['limit']:g}: "

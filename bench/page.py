@@ -161,13 +161,23 @@ def render(cycle_path: Path, full_path: Path, observe_path: Path,
           f"{f'{n / 1e6:.2f}M' if n else 'not counted'} |")
     w("")
     fl = c["floor"]
-    w(f"The **floor** is what the disk and SQLite need at least for the commits an interlock "
-      f"SQLite cycle makes: a bare `sqlite3` loop of {fl['commits']} commits per cycle "
-      f"(counted on interlock's connections) of {fl['size']:,} bytes each (what interlock "
-      f"stores per commit), with the store's pragmas ("
-      + ", ".join(f"{k}={v}" for k, v in fl["pragmas"].items()) + "). A cold resume's floor "
-      f"is a new process opening such a database and making the resume's "
-      f"{c['cold']['commits']:.0f} commits.")
+    if "reads" in fl:  # runs since the floor tells durable commits from read transactions
+        w(f"The **floor** is what the disk and SQLite need at least for what an interlock "
+          f"SQLite cycle does: a bare `sqlite3` loop of {fl['commits']} durable commits per "
+          f"cycle (transactions that wrote, counted on interlock's connections) of "
+          f"{fl['size']:,} bytes each (what interlock stores per commit) and {fl['reads']} "
+          f"read-only transactions, with the store's pragmas ("
+          + ", ".join(f"{k}={v}" for k, v in fl["pragmas"].items()) + "). A cold resume's "
+          f"floor is a new process opening such a database and making the resume's "
+          f"{c['cold']['commits']:.0f} commits and {c['cold'].get('reads', 0):.0f} reads.")
+    else:
+        w(f"The **floor** is what the disk and SQLite need at least for the commits an "
+          f"interlock SQLite cycle makes: a bare `sqlite3` loop of {fl['commits']} commits per "
+          f"cycle (counted on interlock's connections, read-only transactions included) of "
+          f"{fl['size']:,} bytes each (what interlock stores per commit), with the store's "
+          f"pragmas (" + ", ".join(f"{k}={v}" for k, v in fl["pragmas"].items()) + "). A cold "
+          f"resume's floor is a new process opening such a database and making the resume's "
+          f"{c['cold']['commits']:.0f} commits.")
     w("")
     w("| target | this run | limit | |")
     w("|---|---:|---:|---|")
