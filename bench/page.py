@@ -83,6 +83,11 @@ def newest(prefix: str) -> Path:
     return max(found, key=lambda p: json.loads(p.read_text()).get("started", ""))
 
 
+def counted(n: float, what: str) -> str:
+    """``n`` things, in words: "1 read", "4 commits"."""
+    return f"{n:.0f} {what}{'' if round(n) == 1 else 's'}"
+
+
 def ms(v: float) -> str:
     return f"{v:.2f} ms" if v < 100 else f"{v:.0f} ms"
 
@@ -165,11 +170,12 @@ def render(cycle_path: Path, full_path: Path, observe_path: Path,
         w(f"The **floor** is what the disk and SQLite need at least for what an interlock "
           f"SQLite cycle does: a bare `sqlite3` loop of {fl['commits']} durable commits per "
           f"cycle (transactions that wrote, counted on interlock's connections) of "
-          f"{fl['size']:,} bytes each (what interlock stores per commit) and {fl['reads']} "
-          f"read-only transactions, with the store's pragmas ("
+          f"{fl['size']:,} bytes each (what interlock stores per commit) and "
+          f"{counted(fl['reads'], 'read-only transaction')}, with the store's pragmas ("
           + ", ".join(f"{k}={v}" for k, v in fl["pragmas"].items()) + "). A cold resume's "
           f"floor is a new process opening such a database and making the resume's "
-          f"{c['cold']['commits']:.0f} commits and {c['cold'].get('reads', 0):.0f} reads.")
+          f"{counted(c['cold']['commits'], 'commit')} and "
+          f"{counted(c['cold'].get('reads', 0), 'read')}.")
     else:
         w(f"The **floor** is what the disk and SQLite need at least for the commits an "
           f"interlock SQLite cycle makes: a bare `sqlite3` loop of {fl['commits']} commits per "
