@@ -1,6 +1,7 @@
 """SQLite group commit: changes committed at once by concurrent runs share one durable COMMIT,
 each in a savepoint of its own, so a conflicting change fails alone and nothing is
-acknowledged before it is durable."""
+acknowledged before it is durable. A change committed alone is a transaction of its own
+(no savepoint: its failure rolls the transaction back)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock import SqliteCheckpointer
+from interlock import SqliteCheckpointer, UserMessage
 from interlock._sync import run_blocking
 from interlock.errors import StorageError
 from interlock.storage.base import ThreadRecord, VersionConflict
@@ -47,6 +48,34 @@ def test_concurrent_changes_share_commits_and_conflicts_fail_alone(tmp_path: Pat
             (1, "idle") if i % 4 == 0 else (2, "interrupted"))
     # 40 changes arrived at once: far fewer write transactions than changes
     assert 1 <= writes < 20, writes
+    run(store.close())
+
+
+@pytest.mark.parametrize("caller", ["async", "blocking"])
+def test_a_change_alone_that_fails_half_way_stores_nothing(tmp_path: Path, caller: str) -> None:
+    """A change committed alone is its own transaction: one that fails after its thread row
+    was written (its message's seq is taken) is rolled back whole, and reported; the store
+    goes on."""
+    store = SqliteCheckpointer(tmp_path / "g.db")
+    rec = run(create(store, "t", messages=[UserMessage(content="first")]))
+    # the change claims the message count of a thread with no messages: its message goes to
+    # seq 0, which is taken, after the thread row's UPDATE succeeded
+    stale = rec.model_copy(update={"message_count": 0})
+    clash = append(store, stale, messages=[UserMessage(content="second")], status="running")
+    with pytest.raises(StorageError):
+        if caller == "async":
+            run(clash)
+        else:
+            run_blocking(clash, "commit")
+    snap = run(store.load("t"))
+    assert snap is not None
+    assert (snap.thread.version, snap.thread.status) == (1, rec.status)
+    assert [m.content for m in snap.messages] == ["first"]
+    assert run(store.audit(thread_id="t")) == []
+    run(append(store, rec, messages=[UserMessage(content="second")]))
+    snap = run(store.load("t"))
+    assert snap is not None and snap.thread.version == 2
+    assert [m.content for m in snap.messages] == ["first", "second"]
     run(store.close())
 
 

@@ -938,19 +938,32 @@ class SqliteCheckpointer:
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for item in batch:
-                    conn.execute("SAVEPOINT interlock_change")
+                if len(batch) == 1:
+                    # one change: the transaction is its own, and a failed change rolls it
+                    # back whole (no savepoint to keep it apart from others)
                     try:
-                        item.fn(conn)
+                        batch[0].fn(conn)
                     except Exception as exc:
-                        item.error = exc
+                        batch[0].error = exc
                         if not conn.in_transaction:
-                            # SQLite rolled back the whole transaction itself (disk full, I/O
-                            # error): nothing of the batch is stored, and this is why
-                            raise
-                        conn.execute("ROLLBACK TO interlock_change")
-                    conn.execute("RELEASE interlock_change")
-                conn.execute("COMMIT")
+                            raise  # SQLite rolled back itself (disk full, I/O error)
+                        conn.execute("ROLLBACK")
+                    else:
+                        conn.execute("COMMIT")
+                else:
+                    for item in batch:
+                        conn.execute("SAVEPOINT interlock_change")
+                        try:
+                            item.fn(conn)
+                        except Exception as exc:
+                            item.error = exc
+                            if not conn.in_transaction:
+                                # SQLite rolled back the whole transaction itself (disk full,
+                                # I/O error): nothing of the batch is stored, and this is why
+                                raise
+                            conn.execute("ROLLBACK TO interlock_change")
+                        conn.execute("RELEASE interlock_change")
+                    conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise
