@@ -887,7 +887,8 @@ class SqliteCheckpointer:
     def _flush(self, conn: sqlite3.Connection, slot: _Write) -> None:
         """Group commit: store every change queued so far in one transaction, each inside a
         savepoint of its own (a change that fails — a version conflict — is rolled back alone
-        and reported to its caller), with one durable ``COMMIT`` for all of them. Runs under the
+        and reported to its caller; a change that is alone needs no savepoint, see
+        :meth:`_store`), with one durable ``COMMIT`` for all of them. Runs under the
         connection lock; the caller whose change an earlier flush already stored returns at
         once. Each caller learns its outcome only after that ``COMMIT``: a change is never
         acknowledged before it is durable."""
