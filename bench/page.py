@@ -59,8 +59,9 @@ def reproduce(full: str) -> list[str]:
         "```bash",
         "python -m venv .venv-bench",
         ".venv-bench/bin/pip install -e '.[postgres,server]' -r bench/requirements.txt",
-        ".venv-bench/bin/python bench/cycle_cost.py  # the cycle's cost: about 15 minutes",
-        ".venv-bench/bin/python bench/run.py  # every other figure: 15 to 30 minutes on 2 cores",
+        ".venv-bench/bin/python bench/run.py  # every figure, the cycle's cost first: 30 to 45 "
+        "minutes on 2 cores",
+        ".venv-bench/bin/python bench/cycle_cost.py  # the cycle's cost alone: about 15 minutes",
         ".venv-bench/bin/python bench/observe_cost.py  # with metrics and tracing on",
         f".venv-bench/bin/python bench/plots.py --results {full}",
         ".venv-bench/bin/python bench/fsyncs.py              # fsyncs per cycle (needs strace)",

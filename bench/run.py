@@ -5,6 +5,12 @@
 Runs the same scripted scenario (see ``scenario.py``) on both systems, on each backend, in one
 run, and prints every figure with the ratio LangChain / interlock:
 
+  (cycle) the cost of one approval cycle against its physical floor and the peers, with the
+      issue-34 targets met or missed: instructions per cycle (callgrind), CPU and wall time,
+      the SQLite cycle against a bare sqlite3 loop of the same commits and reads, the cold
+      resume against its floor, bytes per cycle, and CPU per cycle against LangChain,
+      Pydantic AI and the OpenAI Agents SDK (``cycle_cost.py``, in processes of its own; its
+      JSON is kept as ``cycle-YYYY-MM-DD-HHMM.json`` next to this run's);
   (a) one cycle on a fresh thread: median and p95;
   (b) one thread, K cycles: time of the K-th cycle and bytes stored, for K = 10, 50, 200;
       and K = 200 against K = 10 again with each system alone in a new process;
@@ -528,6 +534,9 @@ class Bench:
     def fig_workers(self) -> None:
         _workers_figure(self)
 
+    def fig_cycle(self) -> None:
+        _cycle_figure(self)
+
     def fig_import(self) -> None:
         log(f"\nimport time in a fresh process ({self.import_reps} runs each, median)")
         out: dict[str, Any] = {}
@@ -578,6 +587,37 @@ def _workers_figure(bench: Bench) -> None:
     bench.results["workers"] = workers.run(ns)
 
 
+def _cycle_figure(bench: Bench) -> None:
+    """(cycle): ``cycle_cost.py`` in processes of its own (each system alone, alternating
+    blocks, callgrind where valgrind is installed), its table passed through, its result
+    kept in this run's JSON too. A smoke run's cycle file goes to the work directory, so that
+    it never becomes the newest result docs/benchmarks.md is made from."""
+    log("\n(cycle) one approval cycle against its physical floor and the peers "
+        "(cycle_cost.py)")
+    out = bench.workdir / "cycle" if bench.args.smoke else Path(bench.args.out)
+    cmd = [sys.executable, str(HERE / "cycle_cost.py"), "--out", str(out)]
+    if bench.args.smoke:
+        cmd.append("--smoke")
+    elif bench.args.quick:
+        cmd.append("--quick")
+    written: Path | None = None
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log("  " + line.rstrip("\n"))
+            if line.startswith("written "):
+                written = Path(line[len("written "):].strip())
+    if proc.returncode != 0 or written is None:
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode})")
+    result = json.loads(written.read_text())
+    bench.results["cycle"] = {
+        "file": None if bench.args.smoke else written.name,
+        **{k: result[k] for k in ("figures", "targets", "floor", "time", "cold",
+                                   "bytes_per_cycle") if k in result},
+        **({"instructions": result["instructions"]} if "instructions" in result else {}),
+    }
+
+
 def verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
@@ -623,10 +663,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backends", default="memory,sqlite,postgres",
                    help="comma-separated subset of memory,sqlite,postgres")
-    p.add_argument("--figures", default="a,b,c,d,e,import,workers,sse,many,inbox,scale",
-                   help="comma-separated subset of a,b,c,d,e,import,workers,sse,many,inbox,"
-                   "scale (e runs once, in memory; workers once, on Postgres; sse and many "
-                   "once, on SQLite; inbox and scale on SQLite and Postgres)")
+    p.add_argument("--figures",
+                   default="cycle,a,b,c,d,e,import,workers,sse,many,inbox,scale",
+                   help="comma-separated subset of cycle,a,b,c,d,e,import,workers,sse,many,"
+                   "inbox,scale (cycle runs once, in processes of its own: about 15 minutes; "
+                   "e runs once, in memory; workers once, on Postgres; sse and many once, on "
+                   "SQLite; inbox and scale on SQLite and Postgres)")
     p.add_argument("--quick", action="store_true",
                    help="fewer cycles, K up to 50, 1,000 threads for (d): a few minutes")
     p.add_argument("--smoke", action="store_true",
@@ -712,6 +754,8 @@ def main() -> int:
         + ("; QUICK run" if args.quick else "") + ("; SMOKE run" if args.smoke else ""))
 
     try:
+        if "cycle" in figures:
+            bench.fig_cycle()
         for backend in backends:
             if "a" in figures:
                 bench.fig_a(backend)
