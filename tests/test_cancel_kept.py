@@ -398,3 +398,59 @@ def test_a_stopping_worker_keeps_trying_a_result_it_holds_past_its_store_retries
         await settled(pg_writes, "invoices", "v")
 
     asyncio.run(main())
+
+
+@pytest.mark.postgres
+def test_a_worker_whose_store_stays_down_still_ends_within_its_stop_bound(
+        tmp_path: Path) -> None:
+    """The other side of the test above: the store stays down past the stop's bound
+    (``tool_grace`` plus the grace or 5 s). The process still ends within it, rather than
+    trying for ``UNSTORED_RETRY_SECONDS``: ``asyncio.run`` cancels what is left, and the run
+    holding the result gives up then. The result is lost with the process (Postgres keeps no
+    spill file), so the call is asked as "outcome unknown" by the next process; it is never
+    run again."""
+    require_postgres()
+    RAN.clear()
+    pg = StoreFactory("postgres", tmp_path)
+    store = FailingWrites(pg(), delay=0.3)
+    grace = timedelta(seconds=0.5)
+    agent = Agent(model=ScriptedModel(script), tools=[delete_rows], checkpointer=store,
+                  middleware=[HumanInTheLoop({"delete_rows": True})],
+                  lease=timedelta(seconds=1), tool_grace=grace)
+    worker = Worker(agent, poll_interval=0.05, recovery_interval=None, expiry_interval=None,
+                    shutdown_grace=0.0)
+    bound = grace.total_seconds() + 5.0
+
+    async def main() -> None:
+        store.writing = asyncio.Event()
+        paused = await agent.ainvoke("ledgers", thread_id="l")
+        await agent.aresume("l", [{"type": "approve"}], interrupt_id=paused.interrupts[0].id,
+                            handoff=True)
+        store.down, store.mode = 10**6, "result"  # down for good
+        stop = asyncio.Event()
+        running = asyncio.ensure_future(worker.run(stop))
+        await asyncio.wait_for(store.writing.wait(), 10)
+        stop.set()
+        await asyncio.wait_for(running, bound + 10)
+
+    try:
+        t0 = time.monotonic()
+        asyncio.run(main())  # returns once every task left was cancelled and ended
+        took = time.monotonic() - t0
+        assert took < bound + 5, f"the worker's process would have taken {took:.1f} s to end"
+        assert RAN["ledgers"] == 1
+        # the store is back; another process (another store object) takes the thread over
+        # once the lease ran out: the call is asked about, never run again
+        store.mode = None
+        time.sleep(1.2)
+        other = Agent(model=ScriptedModel(script), tools=[delete_rows], checkpointer=pg(),
+                      middleware=[HumanInTheLoop({"delete_rows": True})],
+                      lease=timedelta(seconds=1))
+        state = asyncio.run(other.arecover("l"))
+        assert state.status == "interrupted", state.status
+        [intr] = state.interrupts
+        [action] = intr.value.action_requests
+        assert (action.name, action.reason) == ("delete_rows", "outcome_unknown")
+        assert RAN["ledgers"] == 1
+    finally:
+        pg.cleanup()

@@ -164,6 +164,9 @@ class Worker:
         self.stats = WorkerStats()
         self._running: dict[str, tuple[QueuedRun, asyncio.Task[None]]] = {}
         self._claim_failures = FailureLog(log, "worker: claiming queued runs")
+        self._abandoned = False
+        """Set when a stop's bound ran out with runs still going: from then on a run that
+        holds a result the store did not take stops trying too (the process is ending)."""
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Work until ``stop`` is set (or the task is cancelled); then let the runs still going
@@ -294,9 +297,10 @@ class Worker:
         While this process holds a tool's result of the thread that the store did not take
         (:meth:`Agent.keeps_unstored`), the run is tried for up to
         :data:`UNSTORED_RETRY_SECONDS` instead, and a stop does not cut the pause between two
-        tries short: given back, the entry would be run by another process, which can only
-        ask the call's outcome as unknown (invariant 2: a known outcome is never made
-        "unknown" while it can still be stored)."""
+        tries short until the stop's bound (see :meth:`_drain`) ran out: given back, the
+        entry would be run by another process, which can only ask the call's outcome as
+        unknown (invariant 2: a known outcome is never made "unknown" while it can still be
+        stored)."""
         attempt = 0
         first_failure: float | None = None
         while True:
@@ -310,7 +314,7 @@ class Worker:
                 keeps = self.agent.keeps_unstored(entry.thread_id)
                 if not keeps and attempt >= STORE_RETRIES:
                     raise
-                if keeps and now - first_failure >= UNSTORED_RETRY_SECONDS:
+                if keeps and (self._abandoned or now - first_failure >= UNSTORED_RETRY_SECONDS):
                     log.error("worker: thread %r: a result this process holds could not be "
                               "stored for %g s (%s); giving the run back, and the call's "
                               "outcome will be asked as unknown if this process stops",
@@ -320,20 +324,21 @@ class Worker:
                             "again%s", entry.thread_id, exc,
                             " (this process holds a tool's result the store does not have yet)"
                             if keeps else "")
-                await self._pause(min(self.poll_interval * 2 ** (attempt - 1), 5.0), keeps)
+                await self._pause(min(self.poll_interval * 2 ** (attempt - 1), 5.0),
+                                  keeps)
             finally:
                 if relay is not None:  # the end of the model's text
                     await relay.flush()
 
-    @staticmethod
-    async def _pause(seconds: float, keeps: bool) -> None:
+    async def _pause(self, seconds: float, keeps: bool) -> None:
         """Wait before the next try. A stop (the drain cancels the runs that outlive the
         grace) ends the wait of a run that ``keeps`` a result the store did not take by trying
-        again at once, not by giving up; the drain's bound still ends a stopping process."""
+        again at once, not by giving up; once the drain's bound ran out, a cancellation ends
+        it (the process is ending)."""
         try:
             await asyncio.sleep(seconds)
         except asyncio.CancelledError:
-            if not keeps:
+            if not keeps or self._abandoned:
                 raise
 
     async def _recorded(self, entry: QueuedRun) -> bool:
@@ -407,6 +412,8 @@ class Worker:
             t.cancel()
         bound = self.agent.tool_grace.total_seconds() + max(self.shutdown_grace, 5.0)
         _, left = await asyncio.wait(still, timeout=bound)
+        if left:
+            self._abandoned = True
         for t in left:
             log.warning("worker: %s still runs %g s after the stop; its outcome is stored "
                         "only if it ends before the process exits", t.get_name(), bound)
