@@ -315,10 +315,12 @@ class Worker:
                 if not keeps and attempt >= STORE_RETRIES:
                     raise
                 if keeps and (self._abandoned or now - first_failure >= UNSTORED_RETRY_SECONDS):
-                    log.error("worker: thread %r: a result this process holds could not be "
-                              "stored for %g s (%s); giving the run back, and the call's "
-                              "outcome will be asked as unknown if this process stops",
-                              entry.thread_id, UNSTORED_RETRY_SECONDS, exc)
+                    why = ("the worker's stop ran out of time" if self._abandoned else
+                           f"it could not be stored for {UNSTORED_RETRY_SECONDS:g} s")
+                    log.error("worker: thread %r: giving back a run whose tool result only this "
+                              "process holds, as %s (%s); unless this process stores it before "
+                              "it ends, the call's outcome will be asked as unknown. Check the "
+                              "database the worker writes to.", entry.thread_id, why, exc)
                     raise
                 log.warning("worker: the run of thread %r failed on the store (%s); trying "
                             "again%s", entry.thread_id, exc,
