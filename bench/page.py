@@ -167,24 +167,23 @@ def render(cycle_path: Path, full_path: Path, observe_path: Path,
           f"{f'{n / 1e6:.2f}M' if n else 'not counted'} |")
     w("")
     fl = c["floor"]
-    if "reads" in fl:  # runs since the floor tells durable commits from read transactions
-        w(f"The **floor** is what the disk and SQLite need at least for what an interlock "
-          f"SQLite cycle does: a bare `sqlite3` loop of {fl['commits']} durable commits per "
-          f"cycle (transactions that wrote, counted on interlock's connections) of "
-          f"{fl['size']:,} bytes each (what interlock stores per commit) and "
-          f"{counted(fl['reads'], 'read-only transaction')}, with the store's pragmas ("
-          + ", ".join(f"{k}={v}" for k, v in fl["pragmas"].items()) + "). A cold resume's "
-          f"floor is a new process opening such a database and making the resume's "
-          f"{counted(c['cold']['commits'], 'commit')} and "
-          f"{counted(c['cold'].get('reads', 0), 'read')}.")
-    else:
-        w(f"The **floor** is what the disk and SQLite need at least for the commits an "
-          f"interlock SQLite cycle makes: a bare `sqlite3` loop of {fl['commits']} commits per "
-          f"cycle (counted on interlock's connections, read-only transactions included) of "
-          f"{fl['size']:,} bytes each (what interlock stores per commit), with the store's "
-          f"pragmas (" + ", ".join(f"{k}={v}" for k, v in fl["pragmas"].items()) + "). A cold "
-          f"resume's floor is a new process opening such a database and making the resume's "
-          f"{c['cold']['commits']:.0f} commits.")
+    # runs since the floor tells durable commits from read transactions carry "reads"
+    split = "reads" in fl
+    w("The **floor** is what the disk and SQLite need at least for "
+      + ("what an interlock SQLite cycle does" if split else
+         "the commits an interlock SQLite cycle makes")
+      + f": a bare `sqlite3` loop of {fl['commits']} "
+      + ("durable commits per cycle (transactions that wrote, counted on interlock's "
+         "connections)" if split else "commits per cycle (counted on interlock's connections, "
+         "read-only transactions included)")
+      + f" of {fl['size']:,} bytes each (what interlock stores per commit)"
+      + (f" and {counted(fl['reads'], 'read-only transaction')}" if split else "")
+      + ", with the store's pragmas ("
+      + ", ".join(f"{k}={v}" for k, v in fl["pragmas"].items()) + "). A cold resume's "
+      "floor is a new process opening such a database and making the resume's "
+      + (f"{counted(c['cold']['commits'], 'commit')} and "
+         f"{counted(c['cold'].get('reads', 0), 'read')}." if split else
+         f"{c['cold']['commits']:.0f} commits."))
     w("")
     w("| target | this run | limit | |")
     w("|---|---:|---:|---|")

@@ -613,8 +613,7 @@ def _cycle_figure(bench: Bench) -> None:
     bench.results["cycle"] = {
         "file": None if bench.args.smoke else written.name,
         **{k: result[k] for k in ("figures", "targets", "floor", "time", "cold",
-                                   "bytes_per_cycle") if k in result},
-        **({"instructions": result["instructions"]} if "instructions" in result else {}),
+                                   "bytes_per_cycle", "instructions") if k in result},
     }
 
 

@@ -117,7 +117,7 @@ def unsettled(store: object, thread_id: str) -> bool:
     ``running`` write may have landed. Both go with the process; a run of the thread in this
     process settles them (stores the result, puts the call back)."""
     place = _Place(store)
-    return holds_result(store, thread_id) or any(
+    return _holds(place, thread_id) or any(
         p == place and attempt[0] == thread_id for p, attempt in _NOT_STARTED)
 
 
@@ -125,7 +125,10 @@ def holds_result(store: object, thread_id: str) -> bool:
     """Whether this process keeps a tool's result of ``thread_id`` that the store did not
     take: the one thing of the thread that is lost with the process (on a store without a
     spill directory), and that turns a known outcome into "unknown" when it is."""
-    place = _Place(store)
+    return _holds(_Place(store), thread_id)
+
+
+def _holds(place: _Place, thread_id: str) -> bool:
     return any(p == place and key[0] == thread_id for p, key in _KEPT)
 
 

@@ -939,31 +939,24 @@ class SqliteCheckpointer:
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if len(batch) == 1:
-                    # one change: the transaction is its own, and a failed change rolls it
-                    # back whole (no savepoint to keep it apart from others)
-                    try:
-                        batch[0].fn(conn)
-                    except Exception as exc:
-                        batch[0].error = exc
-                        if not conn.in_transaction:
-                            raise  # SQLite rolled back itself (disk full, I/O error)
-                        conn.execute("ROLLBACK")
-                    else:
-                        conn.execute("COMMIT")
-                else:
-                    for item in batch:
+                # a change alone is a transaction of its own: no savepoint to keep it apart
+                # from others, and its failure rolls the transaction back whole
+                alone = len(batch) == 1
+                for item in batch:
+                    if not alone:
                         conn.execute("SAVEPOINT interlock_change")
-                        try:
-                            item.fn(conn)
-                        except Exception as exc:
-                            item.error = exc
-                            if not conn.in_transaction:
-                                # SQLite rolled back the whole transaction itself (disk full,
-                                # I/O error): nothing of the batch is stored, and this is why
-                                raise
-                            conn.execute("ROLLBACK TO interlock_change")
+                    try:
+                        item.fn(conn)
+                    except Exception as exc:
+                        item.error = exc
+                        if not conn.in_transaction:
+                            # SQLite rolled back the whole transaction itself (disk full, I/O
+                            # error): nothing of the batch is stored, and this is why
+                            raise
+                        conn.execute("ROLLBACK" if alone else "ROLLBACK TO interlock_change")
+                    if not alone:
                         conn.execute("RELEASE interlock_change")
+                if conn.in_transaction:
                     conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
