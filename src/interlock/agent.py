@@ -31,6 +31,7 @@ from ._engine import loop as _loop
 from ._engine.runner import ChildRunner  # beside the package: one import level less
 from ._failures import stop_if_cancelled
 from ._sync import iterate_blocking, run_blocking
+from ._tool_threads import start_worker
 from .audit.key import load_key
 from .audit.verify import AuditHead, AuditReport, export_head, verify_store
 from .authz import (
@@ -81,7 +82,7 @@ from .subagents import SubAgentTool
 from .sweeps import stale_threads
 from .text import check_input
 from .thread_state import ThreadState as ThreadState  # its import path since the start
-from .tools import Tool, ToolSource, start_worker
+from .tools import Tool, ToolSource
 
 log = logging.getLogger("interlock")
 

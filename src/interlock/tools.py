@@ -2,63 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import functools
 import inspect
 import json
-import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, get_args, get_type_hints, overload, runtime_checkable
+from typing import Any, Protocol, get_args, get_type_hints, overload, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, PydanticUserError, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
+from ._tool_threads import run_in_worker
 from .errors import ConfigurationError
-
-_EXECUTOR = ThreadPoolExecutor(thread_name_prefix="interlock-tool")
-_worker_started = False
-T = TypeVar("T")
-
-
-def start_worker() -> None:
-    """Start the tool pool's first thread now (once per process), not inside the first call
-    of a sync tool: an agent with sync tools calls this when it is built, so that its first
-    run does not wait for a new thread (0.5-3.5 ms on a busy two-core machine)."""
-    global _worker_started
-    if not _worker_started:
-        _worker_started = True
-        _EXECUTOR.submit(int)
-
-
-def _new_pool_after_fork() -> None:
-    """A forked child has none of its parent's threads, but a pool that believes it has an
-    idle one would queue the child's tool calls for a thread that never takes them."""
-    global _EXECUTOR, _worker_started
-    _EXECUTOR = ThreadPoolExecutor(thread_name_prefix="interlock-tool")
-    _worker_started = False
-
-
-if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
-    os.register_at_fork(after_in_child=_new_pool_after_fork)
-
-
-async def run_in_worker(call: Callable[[], T]) -> T:
-    """Run a blocking tool function in the tool worker pool, with the caller's contextvars
-    (``interrupt()`` needs them in the worker thread)."""
-    loop = asyncio.get_running_loop()
-    ctx = contextvars.copy_context()
-    running = loop.run_in_executor(_EXECUTOR, ctx.run, call)
-    try:
-        return await asyncio.shield(running)
-    except asyncio.CancelledError:
-        # a function running in a thread cannot be stopped: a cancelled call waits for its
-        # real end and returns (or raises) what the function did; the run engine bounds that
-        # wait (Agent(tool_grace=...)) and stores the outcome
-        await asyncio.wait({running})
-        return running.result()
 
 
 @dataclass(frozen=True, kw_only=True)

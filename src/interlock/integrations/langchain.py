@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .._tool_threads import run_in_worker
 from ..errors import ConfigurationError, MissingDependency, ModelError
 from ..messages import (
     AssistantMessage,
@@ -33,7 +34,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
-from ..tools import ArgumentError, Tool, ToolContext, ToolError, run_in_worker
+from ..tools import ArgumentError, Tool, ToolContext, ToolError
 from ._schema import check_json_args
 
 try:
