@@ -46,17 +46,17 @@ _allocate = threading.Lock
 
 
 class _Job(Generic[T]):
-    """One call of a sync function in a tool thread. ``done`` is held until the call ended;
-    ``waiter`` is the loop and future to wake then, once the loop awaits the call."""
+    """One call of a sync function in a tool thread. ``done`` is held until the call ended
+    (released under ``guard``, which also guards ``waiter``: the loop and future to wake
+    then, once the loop awaits the call)."""
 
-    __slots__ = ("call", "done", "ended", "error", "guard", "value", "waiter")
+    __slots__ = ("call", "done", "error", "guard", "value", "waiter")
 
     def __init__(self, call: Callable[[], T]) -> None:
         self.call = call
         self.done = _allocate()
         self.done.acquire()
         self.guard = _allocate()
-        self.ended = False
         self.value: T | None = None
         self.error: BaseException | None = None
         self.waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
@@ -68,9 +68,8 @@ class _Job(Generic[T]):
         except BaseException as exc:  # handed to the caller, as a future would
             self.error = exc
         with self.guard:
-            self.ended = True
             waiter, self.waiter = self.waiter, None
-        self.done.release()
+            self.done.release()
         if waiter is not None:
             loop, fut = waiter
             # a loop closed meanwhile (RuntimeError) has nobody waiting any more
@@ -87,7 +86,7 @@ class _Job(Generic[T]):
     def _wait_on(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None] | None:
         """A future the worker completes when the call ends; None if it has ended."""
         with self.guard:
-            if self.ended:
+            if not self.done.locked():
                 return None
             fut = loop.create_future()
             self.waiter = (loop, fut)
@@ -120,7 +119,7 @@ class _Threads:
     def __init__(self) -> None:
         self.jobs: SimpleQueue[_Job[Any] | None] = SimpleQueue()
         self.guard = _allocate()
-        self.threads: list[threading.Thread] = []
+        self.threads = 0
         self.idle = 0
         self.backlog = 0
         """Jobs queued while every thread was busy and no more could start."""
@@ -132,7 +131,7 @@ class _Threads:
                 raise RuntimeError("cannot run a sync tool: the interpreter is shutting down")
             if self.idle:
                 self.idle -= 1
-            elif len(self.threads) < _MAX_THREADS:
+            elif self.threads < _MAX_THREADS:
                 self._start()
             else:
                 self.backlog += 1
@@ -141,15 +140,14 @@ class _Threads:
     def start_one(self) -> None:
         """Start the first thread now, idle (see :func:`start_worker`)."""
         with self.guard:
-            if not self.threads and not self.closed:
+            if self.threads == 0 and not self.closed:
                 self._start()
                 self.idle += 1
 
     def _start(self) -> None:
-        t = threading.Thread(target=self._work, name=f"interlock-tool_{len(self.threads)}",
-                             daemon=_DAEMON)
-        t.start()
-        self.threads.append(t)
+        threading.Thread(target=self._work, name=f"interlock-tool_{self.threads}",
+                         daemon=_DAEMON).start()
+        self.threads += 1
 
     def _work(self) -> None:
         jobs, guard = self.jobs, self.guard
@@ -170,7 +168,7 @@ class _Threads:
         interpreter then joins them, as it joins ``ThreadPoolExecutor``'s)."""
         with self.guard:
             self.closed = True
-            n = len(self.threads)
+            n = self.threads
         for _ in range(n):
             self.jobs.put(None)
 
