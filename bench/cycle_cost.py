@@ -18,9 +18,13 @@ Every figure is measured in this run, each system alone in a new process:
   number of read-only transactions (each reading one row), with the store's own pragmas (WAL,
   ``synchronous=FULL``, ...). Its wall time is what the disk and SQLite need at least;
 * **the cold resume's floor**: a new process that opens a SQLite database with the same
-  pragmas and makes the resume's commits and reads, against a new process that resumes a paused
-  50-cycle thread (``cold_resume_child.py``); both count from after the imports;
+  pragmas and makes the resume's commits and reads, against a new process that builds the agent
+  and resumes a paused 50-cycle thread; both count from after the imports. The resume's
+  transactions are counted in another process, on a copy, so the timed one runs without the
+  counter;
 * **bytes per cycle** at 50 cycles (memory and SQLite stores, every feature on);
+* **a profile of the memory cycle by function** (cProfile after the warm-up): calls per cycle,
+  and each function's share of the time, with and without what it calls;
 * the peers (LangChain with ``InMemorySaver``, Pydantic AI, the OpenAI Agents SDK), in memory
   with their persistence counted (``peers.py``).
 
@@ -47,6 +51,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+PROFILE_ROWS = {"inclusive": 12, "self": 10}
+"""Rows of each table of the cycle's profile."""
 
 SYSTEMS = ("il-memory", "il-sqlite", "floor-sqlite", "lc-memory", "pydantic-ai",
            "openai-agents")
@@ -235,6 +242,71 @@ def cold_floor_child(a: argparse.Namespace) -> None:
     print("RESULT " + json.dumps({"floor_s": t1 - t0}), flush=True)
 
 
+_METHOD = re.compile(r"<method '(?P<m>\w+)' of '(?:[\w.]*\.)?(?P<c>\w+)' objects>")
+_BUILTIN = re.compile(r"<built-in method (?:[\w.]*\.)?(\w+)>")
+
+
+def _label(file: str, line: int, name: str) -> tuple[str, str]:
+    """A profile entry as (where, function): where is interlock, a library or Python itself."""
+    if file == "~":
+        m = _METHOD.match(name) or _BUILTIN.match(name)
+        fn = (f"{m['c']}.{m['m']}" if m and len(m.groups()) == 2 else m.group(1) if m
+              else name.strip("<>"))
+        return ("C", fn)
+    path = Path(file)
+    parts = path.parts
+    if "interlock" in parts and "site-packages" not in parts:
+        rel = "/".join(parts[len(parts) - 1 - parts[::-1].index("interlock"):])
+        return ("interlock", f"{rel}:{name}")
+    if "site-packages" in parts:
+        rel = "/".join(parts[parts.index("site-packages") + 1:])
+        return ("library", f"{rel}:{name}")
+    if len(parts) > 1 and not parts[-2].startswith("python"):
+        return ("Python", f"{parts[-2]}/{parts[-1]}:{name}")
+    return ("Python", f"{path.name}:{name}")
+
+
+def profile_child(a: argparse.Namespace) -> None:
+    """A profile of the interlock memory cycle, by function: ``warm`` cycles, then
+    ``cycles`` under cProfile. Calls per cycle are exact; the shares are of the time on the
+    run's thread under the profiler (wall time, so the wait for the sync tool's thread shows as
+    a lock's ``acquire``), which inflates code that makes many small calls."""
+    import cProfile
+    import pstats
+
+    system = make_system("il-memory", a.workdir, None)
+    for i in range(a.warm):
+        system.pause(f"w{i}")
+        system.resume(f"w{i}")
+    prof = cProfile.Profile()
+    prof.enable()
+    for i in range(a.cycles):
+        system.pause(f"c{i}")
+        system.resume(f"c{i}")
+    prof.disable()
+    system.close()
+    stats = pstats.Stats(prof)
+    total = stats.total_tt  # type: ignore[attr-defined]
+    n = max(1, a.cycles)
+    entries = stats.stats  # type: ignore[attr-defined]
+    # a function that spends 90 % of its time in one callee only passes the call on
+    passes_on = {caller for callee, (*_, callers) in entries.items()
+                 for caller, (_c, _n, _t, ct) in callers.items()
+                 if caller != callee and ct >= 0.9 * entries[caller][3]}
+    rows = []
+    for key, (_cc, nc, tt, ct, _callers) in entries.items():
+        where, fn = _label(*key)
+        rows.append({"where": where, "function": fn, "calls": nc / n, "self": tt / total,
+                     "inclusive": ct / total, "step": key not in passes_on})
+    engine = [r for r in rows if r["where"] == "interlock" and r["step"]
+              and 0.02 <= r["inclusive"] <= 0.9]
+    calls = stats.total_calls  # type: ignore[attr-defined]
+    out = {"cycles": a.cycles, "calls_per_cycle": calls / n, "ms_per_cycle": total * 1e3 / n,
+           "inclusive": sorted(engine, key=lambda r: -r["inclusive"])[:PROFILE_ROWS["inclusive"]],
+           "self": sorted(rows, key=lambda r: -r["self"])[:PROFILE_ROWS["self"]]}
+    print("RESULT " + json.dumps(out), flush=True)
+
+
 # --------------------------------------------------------------------------- the parent
 
 def run_child(args: list[str], *, valgrind: Path | None = None,
@@ -310,11 +382,16 @@ def cold_resume(workdir: str, floor: dict[str, Any], rounds: int) -> dict[str, A
             s.resume("cold")
         s.pause("cold")
         s.close()
+        # the transactions are counted on a copy, by a process that is not timed: the
+        # counter's trace callback runs at every statement, which the floor does not pay
+        copy = str(Path(wd) / "count.db")
+        shutil.copyfile(path, copy)
+        counted = run_child(["--cold-interlock", copy, "--count-commits"])
+        commits.append(counted["commits"])
+        reads.append(counted["reads"])
         res = run_child(["--cold-interlock", path])
         resume_s.append(res["open_s"] + res["resume_s"])
-        commits.append(res["commits"])
-        reads.append(res["reads"])
-        f = dict(floor, commits=round(res["commits"]), reads=round(res["reads"]),
+        f = dict(floor, commits=round(counted["commits"]), reads=round(counted["reads"]),
                  path=str(Path(wd) / "floor.db"))
         floor_s.append(run_child(["--cold-floor", "--floor", json.dumps(f)])["floor_s"])
         shutil.rmtree(wd, ignore_errors=True)
@@ -325,9 +402,10 @@ def cold_resume(workdir: str, floor: dict[str, Any], rounds: int) -> dict[str, A
             "rounds": rounds}
 
 
-def cold_interlock_child(path: str) -> None:
+def cold_interlock_child(path: str, count: bool) -> None:
     counter = CommitCounter()
-    counter.install()
+    if count:
+        counter.install()
     from il_side import InterlockSystem
 
     t0 = time.perf_counter()
@@ -387,15 +465,19 @@ def main() -> int:
     p.add_argument("--count-commits", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--cold-interlock", help=argparse.SUPPRESS)
     p.add_argument("--cold-floor", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--profile-child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.system:
         child(a)
         return 0
     if a.cold_interlock:
-        cold_interlock_child(a.cold_interlock)
+        cold_interlock_child(a.cold_interlock, a.count_commits)
         return 0
     if a.cold_floor:
         cold_floor_child(a)
+        return 0
+    if a.profile_child:
+        profile_child(a)
         return 0
 
     if a.instructions:
@@ -440,6 +522,9 @@ def main() -> int:
         result["cold"] = cold_resume(workdir, floor, rounds)
         # 5. bytes per cycle
         result["bytes_per_cycle"] = bytes_at_50(workdir)
+        # 6. where a memory cycle's time goes, by function
+        result["profile"] = run_child(["--profile-child", "--warm", str(warm), "--cycles",
+                                       str(max(cycles, 20)), "--workdir", workdir])
     result["elapsed_s"] = time.time() - started
     result["commit"] = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
                                       capture_output=True, text=True, check=False).stdout.strip()
@@ -470,6 +555,14 @@ def main() -> int:
     c = result["cold"]
     print(f"cold resume call {c['call_ms']:.2f} ms against its floor {c['floor_ms']:.2f} ms "
           f"({c['commits']:.0f} commits, {c['reads']:.0f} reads)")
+    pr = result["profile"]
+    print(f"\na memory cycle under cProfile: {pr['calls_per_cycle']:.0f} Python calls, "
+          f"{pr['ms_per_cycle']:.2f} ms; by inclusive share (interlock's functions):")
+    for r in pr["inclusive"]:
+        print(f"  {r['inclusive']:6.1%} {r['calls']:6.1f} calls  {r['function']}")
+    print("by own share (every function):")
+    for r in pr["self"]:
+        print(f"  {r['self']:6.1%} {r['calls']:6.1f} calls  {r['function']}")
     print()
     for t in result["targets"].values():
         print(f"{t['what']:58} {t['value']:12.3f}  target {t['limit']:g}: "

@@ -206,7 +206,40 @@ def render(cycle_path: Path, full_path: Path, observe_path: Path,
     w(f"Cold resume of a paused 50-cycle thread on SQLite, from after the imports: "
       f"{ms(cold['call_ms'])} against its floor of {ms(cold['floor_ms'])} (median of "
       f"{cold['rounds']} alternating pairs of processes).")
+    fc = f.get("c", {})
+    if fc:
+        w("")
+        w(f"Against LangChain (full run, figure c; no target any more, kept as a figure): "
+          f"a new process resuming a thread of {next(iter(fc.values()))['history_cycles']} "
+          f"cycles, " + "; ".join(
+              f"{backend}: the resume call {ms(r['interlock']['resume_s_median'] * 1e3)} "
+              f"against {ms(r['langchain']['resume_s_median'] * 1e3)} "
+              f"({r['ratio_resume']:.1f}x faster), the whole process "
+              f"{ms(r['interlock']['process_s_median'] * 1e3)} against "
+              f"{ms(r['langchain']['process_s_median'] * 1e3)} ({r['ratio_process']:.1f}x)"
+              for backend, r in sorted(fc.items())) + ".")
     w("")
+    prof = c.get("profile")
+    if prof:
+        w(f"**Where a memory cycle's time goes**, by function (the same run: "
+          f"{prof['cycles']} cycles under Python's cProfile after the warm-up; "
+          f"{prof['calls_per_cycle']:,.0f} Python calls per cycle). The calls per cycle are "
+          f"exact; the shares are of the time on the run's thread under the profiler, which "
+          f"inflates code that makes many small calls, and the wait for the sync tool's "
+          f"thread shows as a lock's `acquire`. First the steps of interlock's engine with "
+          f"everything they call (a function that only passes the call on is left out), "
+          f"then the functions the time is spent in:")
+        w("")
+        w("| step of the engine, with what it calls | calls per cycle | share |")
+        w("|---|---:|---:|")
+        for r in prof["inclusive"]:
+            w(f"| `{r['function']}` | {r['calls']:g} | {r['inclusive'] * 100:.1f} % |")
+        w("")
+        w("| function, its own time | calls per cycle | share |")
+        w("|---|---:|---:|")
+        for r in prof["self"]:
+            w(f"| `{r['function']}` | {r['calls']:g} | {r['self'] * 100:.1f} % |")
+        w("")
 
     oi = o["instructions"]
     w("**With observability on** (`bench/observe_cost.py`, " + o["started"] + " UTC, on the "
@@ -290,6 +323,15 @@ def render(cycle_path: Path, full_path: Path, observe_path: Path,
           f"decision within {ms(sse['all_seen_p95_ms'])} (p95 over {sse['decisions']} "
           f"decisions); the server idled at {sse['idle_cpu_pct']:.1f} % of a core with them "
           f"connected.")
+        w("")
+    many = f.get("many")
+    if many:
+        seq, con = many["median"]["sequential"], many["median"]["concurrent"]
+        w(f"{many['threads']} runs cycling at once in one process on {many['backend']} "
+          f"(figure many; no target any more, kept as a figure): {con:.0f} cycles per second "
+          f"against {seq:.0f} for the same runs one after another ({many['ratio']:.2f}x), "
+          f"{many['fsyncs_per_cycle']['concurrent']:.2f} fsyncs per cycle against "
+          f"{many['fsyncs_per_cycle']['sequential']:.2f} (the group commit shares them).")
         w("")
     wk = f.get("workers", {})
     if workers_path is not None:
