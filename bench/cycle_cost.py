@@ -248,11 +248,12 @@ _BUILTIN = re.compile(r"<built-in method (?:[\w.]*\.)?(\w+)>")
 
 def _label(file: str, line: int, name: str) -> tuple[str, str]:
     """A profile entry as (where, function): where is interlock, a library or Python itself."""
-    if file == "~":
-        m = _METHOD.match(name) or _BUILTIN.match(name)
-        fn = (f"{m['c']}.{m['m']}" if m and len(m.groups()) == 2 else m.group(1) if m
-              else name.strip("<>"))
-        return ("C", fn)
+    if file == "~":  # a built-in: a C function or method
+        if m := _METHOD.match(name):
+            return ("C", f"{m['c']}.{m['m']}")
+        if m := _BUILTIN.match(name):
+            return ("C", m.group(1))
+        return ("C", name.strip("<>"))
     path = Path(file)
     parts = path.parts
     if "interlock" in parts and "site-packages" not in parts:
@@ -556,7 +557,7 @@ def main() -> int:
     print(f"cold resume call {c['call_ms']:.2f} ms against its floor {c['floor_ms']:.2f} ms "
           f"({c['commits']:.0f} commits, {c['reads']:.0f} reads)")
     pr = result["profile"]
-    print(f"\na memory cycle under cProfile: {pr['calls_per_cycle']:.0f} Python calls, "
+    print(f"\na memory cycle under cProfile: {pr['calls_per_cycle']:.0f} function calls, "
           f"{pr['ms_per_cycle']:.2f} ms; by inclusive share (interlock's functions):")
     for r in pr["inclusive"]:
         print(f"  {r['inclusive']:6.1%} {r['calls']:6.1f} calls  {r['function']}")

@@ -223,7 +223,8 @@ def render(cycle_path: Path, full_path: Path, observe_path: Path,
     if prof:
         w(f"**Where a memory cycle's time goes**, by function (the same run: "
           f"{prof['cycles']} cycles under Python's cProfile after the warm-up; "
-          f"{prof['calls_per_cycle']:,.0f} Python calls per cycle). The calls per cycle are "
+          f"{prof['calls_per_cycle']:,.0f} function calls per cycle, Python's and built-in). "
+          f"The calls per cycle are "
           f"exact; the shares are of the time on the run's thread under the profiler, which "
           f"inflates code that makes many small calls, and the wait for the sync tool's "
           f"thread shows as a lock's `acquire`. First the steps of interlock's engine with "

@@ -77,7 +77,7 @@ def test_the_page_shows_the_cycle_profile_of_its_run() -> None:
     assert m
     prof = json.loads((ROOT / m.group(1)).read_text())["profile"]
     text = PAGE.read_text()
-    assert f"{prof['calls_per_cycle']:,.0f} Python calls per cycle" in text
+    assert f"{prof['calls_per_cycle']:,.0f} function calls per cycle" in text
     for r in prof["inclusive"]:
         assert f"| `{r['function']}` | {r['calls']:g} | {r['inclusive'] * 100:.1f} % |" in text
     for r in prof["self"]:
