@@ -31,6 +31,9 @@ _BY_AUDIT: dict[str, EventType] = {
     "escalated": "request.escalated",
 }
 
+_ANNOUNCED = frozenset(_BY_AUDIT) | {"cancelled"}
+"""The audit kinds that may make an event: a commit without any makes none."""
+
 
 def _reviews(thread: ThreadRecord | None) -> dict[str, Interrupt]:
     """The thread's own review requests. Requests mirrored from its sub-agents (``path``
@@ -79,6 +82,8 @@ def outbox_events(
     """The events of one commit from ``stored`` (the thread row it replaces) to ``new``, by
     the agent named ``agent``. A sub-agent's thread announces its requests under the
     top-most thread, where they are decided, with the path to each call."""
+    if not any(rec.kind in _ANNOUNCED for rec in audit):
+        return []  # most commits (a call started, a result, an answer) announce nothing
     before, after = _reviews(stored), _reviews(new)
     link = new.parent
     above = link.steps() if link is not None else None
