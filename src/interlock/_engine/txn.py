@@ -112,8 +112,10 @@ class ThreadTxn:
         """The thread row as stored (what the next commit replaces)."""
         self.holding = False
         """Whether the last commit of this run holds the lease."""
-        self.conflict: Callable[[], ConcurrencyError] = self._busy
-        """The error a lost compare-and-set becomes (see :meth:`expect`)."""
+        self.conflict: Callable[[], ConcurrencyError] | None = None
+        """The error a lost compare-and-set becomes (see :meth:`expect`; None: ``ThreadBusy``).
+        Not the bound ``self._busy``: that would make every run's transaction a reference
+        cycle, its snapshot freed only by the garbage collector instead of when it ends."""
         self._messages: list[Message] = []
         self._journal: dict[str, JournalEntry] = {}
         self._audit: list[AuditItem] = []
@@ -295,7 +297,7 @@ class ThreadTxn:
                 expected_version=expected,
             ))
         except VersionConflict:
-            raise self.conflict() from None
+            raise (self.conflict or self._busy)() from None
         except StorageError:
             raise
         except (ValueError, TypeError, UnicodeError) as exc:
@@ -361,7 +363,7 @@ class ThreadTxn:
         try:
             yield
         finally:
-            self.conflict = self._busy
+            self.conflict = None
 
     async def store_input(
         self,
