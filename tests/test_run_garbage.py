@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import StoreFactory
-from interlock import Agent, HumanInTheLoop, ScriptedModel, UserMessage, tool
+from test_warm_cycles import make_agent
 
 DECISIONS: list[list[dict[str, Any]]] = [
     [{"type": "approve"}],
@@ -20,22 +20,6 @@ DECISIONS: list[list[dict[str, Any]]] = [
     [{"type": "edit", "edited_action": {"name": "write_file", "args": {"path": "edited"}}}],
     [{"type": "respond", "message": "use another name"}],
 ]
-
-
-def make_agent(store: Any, ran: list[str]) -> Agent:
-    @tool
-    def write_file(path: str) -> str:
-        """Write a file."""
-        ran.append(path)
-        return f"wrote {path}"
-
-    def reply(messages: Any) -> Any:
-        if isinstance(messages[-1], UserMessage):
-            return {"name": "write_file", "args": {"path": f"f{len(messages)}"}}
-        return f"done after {len(messages)} messages"
-
-    return Agent(model=ScriptedModel(reply), tools=[write_file], checkpointer=store,
-                 middleware=[HumanInTheLoop(interrupt_on={"write_file": True})])
 
 
 @pytest.fixture
