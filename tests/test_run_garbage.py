@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import StoreFactory
+from interlock import Agent, ScriptedModel, UserMessage, interrupt, tool
 from test_warm_cycles import make_agent
 
 DECISIONS: list[list[dict[str, Any]]] = [
@@ -77,4 +78,56 @@ def test_runs_leave_no_cycle_of_interlock_objects(
         agent.close()
     assert all(o.output.startswith("done after") for o in outcomes)
     assert ran.count("edited") == 3 and len(ran) == 1 + 3 + 3  # approve and edit ran
+    assert left == []
+
+
+def test_a_tool_question_and_a_subagent_pause_leave_no_cycle(
+    stores: StoreFactory, saved_garbage: Callable[[], list[object]],
+) -> None:
+    """The two pauses that travel up from a running tool as exceptions, ``interrupt()`` in a
+    tool and a sub-agent waiting for its reviewer: the exception, held by the tool's task, must
+    not keep the run's frames (and so its transaction) in a cycle."""
+    store = stores()
+    painted: list[str] = []
+
+    @tool
+    def paint(room: str) -> str:
+        """Paint a room."""
+        colour = interrupt({"question": f"Which colour for the {room}?"})
+        painted.append(f"{room} {colour}")
+        return f"painted {colour}"
+
+    def asks(messages: Any) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return {"name": "paint", "args": {"room": "hall"}}
+        return "painted"
+
+    ran: list[str] = []
+    child = make_agent(store, ran)
+
+    def delegates(messages: Any) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return {"name": "writer", "args": {"task": "write it"}}
+        return "delegated"
+
+    painter = Agent(model=ScriptedModel(asks), tools=[paint], checkpointer=store)
+    parent = Agent(model=ScriptedModel(delegates), checkpointer=store,
+                   tools=[child.as_tool(name="writer", description="Writes files.")])
+
+    def cycle(n: int) -> None:
+        assert painter.invoke("paint", thread_id=f"p{n}").interrupted
+        assert painter.resume(f"p{n}", value="red").output == "painted"
+        assert parent.invoke("delegate", thread_id=f"d{n}").interrupted
+        assert parent.resume(f"d{n}", decisions=[{"type": "approve"}]).output == "delegated"
+
+    try:
+        cycle(0)
+        saved_garbage()
+        for n in range(1, 6):
+            cycle(n)
+        left = interlock_objects(saved_garbage())
+    finally:
+        for a in (painter, parent, child):
+            a.close()
+    assert painted == ["hall red"] * 6 and len(ran) == 6
     assert left == []

@@ -172,6 +172,9 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
         async with txn.keep_lease():
             msg = await _outcome(txn, deps, tool_task)
     except PauseRun as pause:
+        # a signal, not an error: its traceback (this frame, whose ``tool_task`` holds the
+        # exception) would make the run's objects a reference cycle
+        pause.__traceback__ = None
         waiting = entry_with(running, state=CallState.INTERRUPTED,
                              paused_from=e.state, updated_at=txn.now())
         txn.stage(journal=[waiting])
@@ -179,6 +182,7 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
         await txn.flush()
         return
     except ChildWaiting as child:
+        child.__traceback__ = None  # a signal too (see above)
         await wait_for_child(txn, deps, entry_with(running, paused_from=e.state),
                              child.state)
         return
