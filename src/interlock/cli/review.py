@@ -50,6 +50,7 @@ from ._common import (
     with_agent,
 )
 from ._editdoc import EditDocError, diff_lines, parse, render
+from ._keys import read_key
 from ._render import json_block, message_lines, path_lines, request_panel
 
 Outcome = Literal["decided", "gone", "invalid", "skip", "back"]
@@ -307,9 +308,8 @@ class ReviewSession:
         valid = {k for k, _ in keys}
         self.console.print(menu)
         while True:
-            self.console.print("> ", end="")
             try:
-                ch = click.getchar()
+                ch = read_key(lambda: self.console.print("> ", end=""))
             except (KeyboardInterrupt, EOFError):
                 self.console.print("quit")
                 return "q"
