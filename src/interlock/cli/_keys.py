@@ -46,7 +46,6 @@ def read_key(show_prompt: Callable[[], None]) -> str:
         data = os.read(fd, 32)
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-        sys.stdout.flush()
     ch = data.decode(sys.stdin.encoding or "utf-8", "replace")
     if ch == "\x03":
         raise KeyboardInterrupt
