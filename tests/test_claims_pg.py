@@ -157,3 +157,68 @@ def test_recover_moves_a_queued_thread_nobody_holds(pg: StoreFactory) -> None:
         assert EXECUTED == [("execute_sql", {"query": "DELETE FROM carts"})]
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("how", ["claim-ran-out", "queued-again"])
+def test_a_claim_taken_again_while_its_run_goes_on_leaves_no_run_behind(
+        pg: StoreFactory, how: str) -> None:
+    """While a claimed run keeps failing on the store, its entry is claimed again by the same
+    worker: its claim ran out (the renewals failed too), or the thread was queued again (a new
+    ticket). The worker keeps one run per thread going: the newer entry waits for the run
+    going on. When it stops, no run of it is left going (the store is closed only after); a
+    later worker finishes the thread and the approved call runs once (invariant 2: the entry
+    always has a mover)."""
+    import psycopg
+
+    api, runner = make_agent(pg()), make_agent(pg())
+    worker = Worker(runner, poll_interval=0.2, shutdown_grace=0.5)
+    s = pg.pg_schema
+
+    def entry() -> tuple[int, int] | None:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            row = conn.execute(f"SELECT ticket, attempts FROM {s}.interlock_queue "
+                               "WHERE thread_id = 'c4'").fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def runs() -> list[str]:
+        return [t.get_name() for t in asyncio.all_tasks()
+                if t.get_name().startswith("interlock-worker-run:")]
+
+    async def until(check: object, what: str) -> None:
+        for _ in range(200):
+            if callable(check) and check():
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"timed out waiting until {what}")
+
+    async def main() -> None:
+        EXECUTED.clear()
+        await approved_and_queued(api, worker, "c4")
+        fail_claimed_writes(pg, 10 * STORE_RETRIES)  # the run keeps failing past the stop
+        stop = asyncio.Event()
+        working = asyncio.create_task(worker.run(stop))
+        await until(lambda: faults_left(pg) < 10 * STORE_RETRIES,
+                    "the run's first write failed")
+        first = entry()
+        assert first is not None and first[1] == 1
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            if how == "claim-ran-out":  # while the run waits to try again
+                conn.execute(f"UPDATE {s}.interlock_queue SET lease_until = now() - "
+                             "interval '1 s' WHERE thread_id = 'c4'")
+            else:  # as a commit with enqueue=True does: a new ticket, the claim dropped
+                conn.execute(f"UPDATE {s}.interlock_queue SET ticket = "
+                             f"nextval('{s}.interlock_queue_ticket_seq'), attempts = 0, "
+                             "lease_owner = NULL, lease_until = NULL WHERE thread_id = 'c4'")
+        await until(lambda: (e := entry()) is not None and e[1] == 1 + (how == "claim-ran-out")
+                    and (e[0] == first[0]) == (how == "claim-ran-out"),
+                    "the worker claimed the entry again")
+        if how == "claim-ran-out":
+            assert runs() == ["interlock-worker-run:c4"]  # still one run of the thread
+        stop.set()
+        await asyncio.wait_for(working, 60)
+        assert runs() == []
+        # a later worker finishes the run: the call runs once
+        assert await drain(Worker(runner, poll_interval=0.05), api, "c4") == "completed"
+        assert EXECUTED == [("execute_sql", {"query": "DELETE FROM carts"})]
+
+    asyncio.run(main())

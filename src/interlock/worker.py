@@ -246,8 +246,15 @@ class Worker:
         if (obs := observe.current()) is not None:
             obs.worker_claimed(len(entries))
         for entry in entries:
+            # one run per thread here: an entry of a thread this worker runs already was
+            # claimed again because its claim ran out (the renewals failed while the store
+            # did), which the run going on holds; or the thread was queued again (a new
+            # ticket), whose run starts when that one ended
+            going = self._running.get(entry.thread_id)
+            if going is not None and going[0].ticket == entry.ticket:
+                continue
             self.stats.claimed += 1
-            task = asyncio.create_task(self._process(entry),
+            task = asyncio.create_task(self._process(entry, None if going is None else going[1]),
                                        name=f"interlock-worker-run:{entry.thread_id}")
             self._running[entry.thread_id] = (entry, task)
             task.add_done_callback(functools.partial(self._ended, entry.thread_id))
@@ -257,8 +264,10 @@ class Worker:
         if self._running.get(thread_id, (None, None))[1] is task:
             del self._running[thread_id]
 
-    async def _process(self, entry: QueuedRun) -> None:
+    async def _process(self, entry: QueuedRun, before: asyncio.Task[None] | None) -> None:
         try:
+            if before is not None:
+                await _after(before)
             result: RunResult = await self._run_claimed(entry)
         except ThreadBusy:
             # another live process still advances it (another host, lease not run out): try
@@ -419,3 +428,15 @@ class Worker:
         for t in left:
             log.warning("worker: %s still runs %g s after the stop; its outcome is stored "
                         "only if it ends before the process exits", t.get_name(), bound)
+
+
+async def _after(previous: asyncio.Task[None]) -> None:
+    """Wait until ``previous`` (the run of the same thread going on) ended. Cancelled (a stop),
+    cancel it too and wait for it to end as a cancelled run does, so that no run is left going
+    once the worker's drain returned."""
+    try:
+        await asyncio.wait([previous])
+    except asyncio.CancelledError:
+        previous.cancel()
+        await asyncio.wait([previous])
+        raise
