@@ -490,6 +490,20 @@ def test_a_thousand_threads_with_one_timestamp_are_all_listed_and_expired(
     assert len(list(agent.iter_threads(status="completed"))) == 1000
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+def test_a_closed_store_refuses_with_a_storage_error_on_any_loop(stores: StoreFactory) -> None:
+    """A checkpointer used after ``close()`` raises ``StorageError`` saying it is closed, from
+    the async API on any event loop (a Postgres store's shut-down thread pool raised
+    ``RuntimeError``, which a worker's last give-back of a run did not expect)."""
+    store = stores()
+    asyncio.run(store.list_threads(limit=1))
+    asyncio.run(store.close())
+    for call in (lambda: store.load("t1"), lambda: store.list_threads(limit=1)):
+        with pytest.raises(StorageError, match="is closed"):
+            asyncio.run(call())
+    asyncio.run(store.close())  # closing twice is harmless
+
+
 # ---------------------------------------------------------------------- Postgres stopped
 
 

@@ -496,7 +496,7 @@ class PostgresCheckpointer:
             if self._pool is not None:
                 return self._pool
             if self._closed:
-                raise StorageError(f"{self!r} is closed; create a new checkpointer.")
+                raise self._closed_error()
             from psycopg_pool import ConnectionPool
 
             # one direct connection first: a wrong DSN fails at once with the server's own
@@ -768,8 +768,16 @@ class PostgresCheckpointer:
             )
         return current
 
+    def _closed_error(self) -> StorageError:
+        return StorageError(f"{self!r} is closed; create a new checkpointer.")
+
     async def _run(self, fn: Callable[[], T]) -> T:
-        return await offload(self._executor, fn)
+        try:
+            return await offload(self._executor, fn)
+        except RuntimeError:
+            if self._closed:  # close() shut the thread pool down: nothing was run
+                raise self._closed_error() from None
+            raise
 
     def schema_version(self) -> int:
         """The schema version recorded in the database."""
@@ -1087,7 +1095,7 @@ class PostgresCheckpointer:
     def _listening(self) -> _Listener:
         with self._open_lock:
             if self._closed:
-                raise StorageError(f"{self!r} is closed; create a new checkpointer.")
+                raise self._closed_error()
             if self._listener is None:
                 self._listener = _Listener(
                     self.listen_dsn, self.dsn, self._channels,
