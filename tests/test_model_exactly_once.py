@@ -317,7 +317,11 @@ class ExactlyOnce(RuleBasedStateMachine):
                      *(f"  effect {e}" for e in effects_of(self.w.effects)
                        if e["account"] == tid),
                      f"  SIGKILLed pids: {sorted(getattr(self.w, 'killed', ()))}, "
-                     f"stopped: {[(w.pid, code) for w, code in getattr(self.w, 'stopped', ())]}"])
+                     f"stopped: {[(w.pid, code) for w, code in getattr(self.w, 'stopped', ())]}",
+                     # what the processes said of the thread (the tier's workers and server)
+                     *(f"  {p.name} (pid {getattr(p, 'pid', '?')}): {line.rstrip()}"
+                       for p in getattr(self.w, "started", ())
+                       for line in getattr(p, "lines", ()) if f"'{tid}'" in line)])
 
     def _marked(self) -> set[str]:
         """The threads in the sweep's index."""
