@@ -63,7 +63,8 @@ class FailingWrites:
     ``delay`` seconds (a write under way) and then fail, nothing stored; ``"result"`` does that
     to the first commit of a tool's result, fails the next ``down`` commits at once, and then
     passes every commit again; ``"running lands"`` stores the first commit of a ``running`` call, then
-    waits and reports it failed (the answer lost), and passes every commit after."""
+    waits and reports it failed (the answer lost), fails the next ``down - 1`` commits at once,
+    and passes every commit after."""
 
     durable = True
 
@@ -84,7 +85,7 @@ class FailingWrites:
                                          for e in change.journal):
             self.mode = "after result"
             self.slow_failure = True
-        elif self.mode == "after result":
+        elif self.mode in ("after result", "after running"):
             # the run's failure, stored with the result staged in it, fails too (and the
             # writes of the next ``down - 1`` tries); then writes work again
             self.down -= 1
@@ -94,7 +95,9 @@ class FailingWrites:
             raise StorageError("injected: the connection broke again")
         if self.mode == "running lands" and any(e.state == CallState.RUNNING
                                                 for e in change.journal):
-            self.mode = None  # once
+            # once; then the next ``down - 1`` commits fail at once
+            self.mode = "after running" if self.down > 1 else None
+            self.down -= 1
             await self.inner.commit(change, expected_version=expected_version)
             self.failed_writes.append(change.thread.thread_id)
             if self.writing is not None:
@@ -396,6 +399,29 @@ def test_a_stopping_worker_keeps_trying_a_result_it_holds_past_its_store_retries
         assert pg_writes.mode is None, "the store's outage did not run its course"
         assert len(pg_writes.failed_writes) >= worker_module.STORE_RETRIES + 1
         await settled(pg_writes, "invoices", "v")
+
+    asyncio.run(main())
+
+
+@pytest.mark.postgres
+def test_a_stopping_worker_keeps_trying_a_call_it_never_started_past_its_store_retries(
+        pg_writes: FailingWrites) -> None:
+    """Invariant 2 for the other thing only this process knows: the ``running`` write of the
+    call landed although it reported failure, so this process knows the tool never started;
+    then the writes fail for more tries than ``STORE_RETRIES`` while the worker is stopped
+    with no grace. The worker holds its claim and tries until the store takes the call back,
+    runs the tool once and returns. Before, it gave the entry back after ``STORE_RETRIES``
+    tries and returned, and the next process found the call ``running`` under a process that
+    was gone and asked its outcome as unknown (seen in the API and worker tier's model test,
+    with connections cut and a worker stopped by SIGTERM)."""
+    from interlock import worker as worker_module
+
+    async def main() -> None:
+        await worker_stopped_mid_write(pg_writes, "orders", "o", "running lands",
+                                       down=2 * worker_module.STORE_RETRIES + 1, bound=30)
+        assert pg_writes.mode is None, "the store's outage did not run its course"
+        assert len(pg_writes.failed_writes) >= worker_module.STORE_RETRIES + 1
+        await settled(pg_writes, "orders", "o")
 
     asyncio.run(main())
 

@@ -21,7 +21,7 @@ from ._engine import (
     T,
     ThreadTxn,
     build_tool_handler,
-    holds_result,
+    only_here,
     perform,
     public_interrupt,
     run_result,
@@ -218,13 +218,15 @@ class Agent:
         return tid
 
     def keeps_unstored(self, thread_id: str) -> bool:
-        """Whether this process holds a tool's result of ``thread_id`` that its store did not
-        take yet (the write failed). A run of the thread in this process stores it; once the
-        process is gone, the call's outcome is asked as unknown (SQLite also keeps such
-        results in a spill directory next to the database, which outlives the process; other
-        stores do not). A worker holding such a thread's claim keeps trying instead of giving
-        the claim back."""
-        return holds_result(self.checkpointer, thread_id)
+        """Whether this process knows an outcome of ``thread_id`` that its store may not hold:
+        a tool's result the store did not take yet (the write failed), or a call whose tool
+        it never started although the call's ``running`` write may have landed (its answer
+        was lost; not when the store refused the write). A run of the thread in this process
+        settles it; once the process is gone, the call's outcome is asked as unknown (SQLite
+        also keeps such results in a spill directory next to the database, which outlives
+        the process; other stores do not). A worker holding such a thread's claim keeps
+        trying instead of giving the claim back."""
+        return only_here(self.checkpointer, thread_id)
 
     def allows_approve(self, tool_name: str) -> bool:
         """Whether every review policy lets ``tool_name`` be approved (for cross-tool edits)."""

@@ -280,6 +280,10 @@ class StorageError(InterlockError):
     value it cannot encode) and what to do. A run that hits it stops; its thread is recovered
     by the next call on it (see docs/durability.md)."""
 
+    maybe_stored: bool = True
+    """Whether the failed write may have been stored all the same (a connection lost during
+    its COMMIT): False only where the store knows nothing of it was stored."""
+
 
 class InvalidText(InterlockError, ValueError):
     """Input that cannot be stored: text with a NUL character or a lone surrogate, or a new

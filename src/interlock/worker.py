@@ -55,8 +55,9 @@ STORE_RETRIES = 4
 """Runs of a claimed entry that failed on the store before the entry is given back."""
 
 UNSTORED_RETRY_SECONDS = 300.0
-"""How long a claimed run is tried again, holding its claim, while this process holds a
-result of it that the store did not take (:meth:`Worker._run_claimed`)."""
+"""How long a claimed run is tried again, holding its claim, while this process knows what the
+store may not hold of it: a tool's result it did not take, or a call whose tool never started
+although its ``running`` write may have landed (:meth:`Worker._run_claimed`)."""
 
 
 RELAY_TEXT_CHARS = 400
@@ -303,8 +304,9 @@ class Worker:
         the claim (renewed meanwhile), ``STORE_RETRIES`` times; after that the failure goes to
         :meth:`_process`, which gives the entry back.
 
-        While this process holds a tool's result of the thread that the store did not take
-        (:meth:`Agent.keeps_unstored`), the run is tried for up to
+        While this process knows what the store may not hold of the thread, a tool's result
+        it did not take or a call whose tool never started (:meth:`Agent.keeps_unstored`), the
+        run is tried for up to
         :data:`UNSTORED_RETRY_SECONDS` instead, and a stop does not cut the pause between two
         tries short until the stop's bound (see :meth:`_drain`) ran out: given back, the
         entry would be run by another process, which can only ask the call's outcome as
@@ -326,14 +328,15 @@ class Worker:
                 if keeps and (self._abandoned or now - first_failure >= UNSTORED_RETRY_SECONDS):
                     why = ("the worker's stop ran out of time" if self._abandoned else
                            f"it could not be stored for {UNSTORED_RETRY_SECONDS:g} s")
-                    log.error("worker: thread %r: giving back a run whose tool result only this "
-                              "process holds, as %s (%s); unless this process stores it before "
-                              "it ends, the call's outcome will be asked as unknown. Check the "
+                    log.error("worker: thread %r: giving back a run of which only this process "
+                              "knows a call's outcome (its result, or that its tool never "
+                              "started), as %s (%s); unless this process stores it before it "
+                              "ends, the call's outcome will be asked as unknown. Check the "
                               "database the worker writes to.", entry.thread_id, why, exc)
                     raise
                 log.warning("worker: the run of thread %r failed on the store (%s); trying "
                             "again%s", entry.thread_id, exc,
-                            " (this process holds a tool's result the store does not have yet)"
+                            " (this process knows a call's outcome the store does not have yet)"
                             if keeps else "")
                 await self._pause(min(self.poll_interval * 2 ** (attempt - 1), 5.0),
                                   keeps)

@@ -14,7 +14,7 @@ from .perform import Step, T, perform
 from .reads import run_result
 from .resume import ResumeSpec
 from .snapshots import DEFAULT_THREADS, SnapshotCache
-from .spill import holds_result
+from .spill import only_here
 from .texts import public_interrupt
 from .txn import Sink, ThreadTxn
 
@@ -30,8 +30,8 @@ __all__ = [
     "build_tool_handler",
     "child_state",
     "decide",
-    "holds_result",
     "loop",
+    "only_here",
     "perform",
     "public_interrupt",
     "run_result",

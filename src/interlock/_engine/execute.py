@@ -126,10 +126,10 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
         await txn.commit(journal=[running], audit=[AuditItem(
             AuditKind.TOOL_STARTED, SYSTEM, e.tool_call_id,
             {"name": call.name, "args_sha256": digest(call.args), "attempt": attempt})])
-    except StorageError:
+    except StorageError as exc:
         txn.rollback(before)  # the tool did not start: nothing stored later may say it did
         # (if the write landed all the same, this process's recovery puts the call back)
-        spill.not_started(txn.store, key)
+        spill.not_started(txn.store, key, may_have_landed=exc.maybe_stored)
         raise
     except asyncio.CancelledError:
         # cancelled (a timeout) while ``running`` was written: the tool does not start, and
@@ -277,6 +277,13 @@ def not_started(txn: ThreadTxn, e: JournalEntry) -> bool:
     owner; an entry of another owner, or of none, is not known here)."""
     return e.run_owner is not None and spill.never_started(
         txn.store, (txn.thread_id, e.tool_call_id, e.attempts, e.run_owner))
+
+
+def put_back(txn: ThreadTxn, e: JournalEntry) -> None:
+    """The call ``e``, whose tool this process never called (:func:`not_started`), is stored
+    back in its approved state."""
+    if e.run_owner is not None:
+        spill.put_back(txn.store, (txn.thread_id, e.tool_call_id, e.attempts, e.run_owner))
 
 
 def known_outcome(txn: ThreadTxn, e: JournalEntry) -> ToolMessage | None:

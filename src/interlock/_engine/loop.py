@@ -81,6 +81,7 @@ from .execute import (
     handle_unknown,
     known_outcome,
     not_started,
+    put_back,
     runnable_state,
     store_outcome,
 )
@@ -235,6 +236,8 @@ async def take_over(txn: ThreadTxn, deps: RunDeps) -> RunResult:
         + [AuditItem(AuditKind.RECOVERED, SYSTEM, None,
                      {"previous_owner": txn.thread.lease_owner})],
     )
+    for e in unstarted:  # stored back: nothing of them is left to know here
+        put_back(txn, e)
     for e, msg in known:
         await store_outcome(txn, e, msg)
     return await loop(txn, deps)

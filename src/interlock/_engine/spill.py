@@ -59,6 +59,12 @@ owner is part of the key: when this process's write did not land, another proces
 the same attempt number and run the tool; that entry names its own owner."""
 
 
+_MAY_HAVE_LANDED: set[tuple[_Place, Attempt]] = set()
+"""The attempts of :data:`_NOT_STARTED` whose failed write may have been stored all the same
+(the store could not tell): if it was, the call is ``running`` under this process's name, and
+only this process knows its tool never started."""
+
+
 def spill_dir(store: object) -> Path | None:
     """The directory a store keeps unstored results in (None: memory only)."""
     where = getattr(store, "spill_dir", None)
@@ -121,11 +127,14 @@ def unsettled(store: object, thread_id: str) -> bool:
         p == place and attempt[0] == thread_id for p, attempt in _NOT_STARTED)
 
 
-def holds_result(store: object, thread_id: str) -> bool:
-    """Whether this process keeps a tool's result of ``thread_id`` that the store did not
-    take: the one thing of the thread that is lost with the process (on a store without a
-    spill directory), and that turns a known outcome into "unknown" when it is."""
-    return _holds(_Place(store), thread_id)
+def only_here(store: object, thread_id: str) -> bool:
+    """Whether this process knows an outcome of ``thread_id`` that is lost with the process
+    and then turns into "unknown": a tool's result the store did not take (on a store without
+    a spill directory), or a call whose tool it never started although the ``running`` write
+    may have landed (an attempt whose write the store refused is not one: it never landed)."""
+    place = _Place(store)
+    return _holds(place, thread_id) or any(
+        p == place and attempt[0] == thread_id for p, attempt in _MAY_HAVE_LANDED)
 
 
 def _holds(place: _Place, thread_id: str) -> bool:
@@ -141,15 +150,28 @@ def drop(store: object, key: Key) -> None:
             _file(where, key).unlink()
 
 
-def not_started(store: object, attempt: Attempt) -> None:
-    """The ``running`` write of this attempt failed here: its tool was not called."""
+def not_started(store: object, attempt: Attempt, *, may_have_landed: bool = True) -> None:
+    """The ``running`` write of this attempt failed here: its tool was not called.
+    ``may_have_landed``: the store cannot tell that nothing of the write was stored."""
     _NOT_STARTED.add((_Place(store), attempt))
+    if may_have_landed:
+        _MAY_HAVE_LANDED.add((_Place(store), attempt))
 
 
 def starting(store: object, attempt: Attempt) -> None:
     """The ``running`` write of this attempt is stored and its tool is about to be called: an
     earlier failed write of the same key (one that did not land) says nothing of it."""
+    _forget(store, attempt)
+
+
+def put_back(store: object, attempt: Attempt) -> None:
+    """The call of this attempt is stored back in its approved state: nothing is left to know."""
+    _forget(store, attempt)
+
+
+def _forget(store: object, attempt: Attempt) -> None:
     _NOT_STARTED.discard((_Place(store), attempt))
+    _MAY_HAVE_LANDED.discard((_Place(store), attempt))
 
 
 def never_started(store: object, attempt: Attempt) -> bool:

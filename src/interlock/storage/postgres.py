@@ -378,6 +378,12 @@ READERS_MIGRATION = 7
 """The migration that makes the readers index; the rows stored before it are indexed then."""
 
 
+def _stored_nothing(exc: StorageError) -> StorageError:
+    """``exc``, marked as the error of a statement of which nothing was stored."""
+    exc.maybe_stored = False
+    return exc
+
+
 def _nothing(read: bool) -> str:
     """What a failed statement left stored, for its error message."""
     return ("This was a read: nothing was changed." if read
@@ -650,25 +656,25 @@ class PostgresCheckpointer:
             # pool keeps failing to reconnect) or every connection is busy
             unreachable = self._unreachable()
             if unreachable is not None:
-                raise StorageError(
+                raise _stored_nothing(StorageError(
                     f"Postgres at {self._where} is unreachable while {what}: {unreachable}. "
                     f"{_nothing(read)} Check that the server runs and the network; the thread "
                     f"is recovered from its last stored step on its next call."
-                ) from None
+                )) from None
             stats = pool.get_stats()
             if stats.get("pool_size", 0) - stats.get("pool_available", 0) < self.max_size:
-                raise StorageError(
+                raise _stored_nothing(StorageError(
                     f"Postgres at {self._where} answers again, but this process's connections "
                     f"to it broke and were not replaced within {self.timeout:g}s while "
                     f"{what}. {_nothing(read)} Try again (the pool reconnects in the "
                     f"background)."
-                ) from None
-            raise StorageError(
+                )) from None
+            raise _stored_nothing(StorageError(
                 f"No free Postgres connection within {self.timeout:g}s while {what} "
                 f"(max_size={self.max_size}): the server answers, but every connection of "
                 f"this process was busy. Raise PostgresCheckpointer(max_size=...) or the "
                 f"timeout, or lower the number of concurrent runs."
-            ) from None
+            )) from None
         except psycopg.OperationalError as exc:
             unreachable = self._unreachable()
             if unreachable is not None:  # the server went away (stopped, restarting, network)
@@ -689,11 +695,11 @@ class PostgresCheckpointer:
             ) from exc
         except psycopg.Error as exc:  # refused by the server: nothing of it was stored
             why = cause(exc)
-            raise StorageError(
+            raise _stored_nothing(StorageError(
                 f"Postgres at {self._where} refused the statement while {what} "
                 f"({type(exc).__name__}: {exc}). {_nothing(read)}"
                 + (f" Cause: {why}." if why else "")
-            ) from exc
+            )) from exc
 
     def _read(self, what: str, fn: Callable[[Connection[Any]], T]) -> T:
         """Run a read on a pooled connection. A read that finds its connection broken (the
