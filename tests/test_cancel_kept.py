@@ -381,6 +381,19 @@ def test_a_stopping_worker_settles_what_only_it_knows_before_it_returns(
     asyncio.run(main())
 
 
+async def kept_past_retries(store: FailingWrites, table: str, thread_id: str,
+                            mode: str) -> None:
+    """:func:`worker_stopped_mid_write` with every try failing at least once (twice as many
+    failed writes as the worker's retries); then what the store holds is :func:`settled`."""
+    from interlock import worker as worker_module
+
+    await worker_stopped_mid_write(store, table, thread_id, mode,
+                                   down=2 * worker_module.STORE_RETRIES + 1, bound=30)
+    assert store.mode is None, "the store's outage did not run its course"
+    assert len(store.failed_writes) >= worker_module.STORE_RETRIES + 1
+    await settled(store, table, thread_id)
+
+
 @pytest.mark.postgres
 def test_a_stopping_worker_keeps_trying_a_result_it_holds_past_its_store_retries(
         pg_writes: FailingWrites) -> None:
@@ -390,17 +403,7 @@ def test_a_stopping_worker_keeps_trying_a_result_it_holds_past_its_store_retries
     directory), so the worker holds its claim and tries until the store takes the result,
     then returns. Before, it gave the entry back after ``STORE_RETRIES`` tries and returned,
     and the call was left ``running`` for another process to ask as "outcome unknown"."""
-    from interlock import worker as worker_module
-
-    async def main() -> None:
-        # every try fails at least once; twice as many failed writes as the worker's retries
-        await worker_stopped_mid_write(pg_writes, "invoices", "v", "result",
-                                       down=2 * worker_module.STORE_RETRIES + 1, bound=30)
-        assert pg_writes.mode is None, "the store's outage did not run its course"
-        assert len(pg_writes.failed_writes) >= worker_module.STORE_RETRIES + 1
-        await settled(pg_writes, "invoices", "v")
-
-    asyncio.run(main())
+    asyncio.run(kept_past_retries(pg_writes, "invoices", "v", "result"))
 
 
 @pytest.mark.postgres
@@ -414,16 +417,7 @@ def test_a_stopping_worker_keeps_trying_a_call_it_never_started_past_its_store_r
     tries and returned, and the next process found the call ``running`` under a process that
     was gone and asked its outcome as unknown (seen in the API and worker tier's model test,
     with connections cut and a worker stopped by SIGTERM)."""
-    from interlock import worker as worker_module
-
-    async def main() -> None:
-        await worker_stopped_mid_write(pg_writes, "orders", "o", "running lands",
-                                       down=2 * worker_module.STORE_RETRIES + 1, bound=30)
-        assert pg_writes.mode is None, "the store's outage did not run its course"
-        assert len(pg_writes.failed_writes) >= worker_module.STORE_RETRIES + 1
-        await settled(pg_writes, "orders", "o")
-
-    asyncio.run(main())
+    asyncio.run(kept_past_retries(pg_writes, "orders", "o", "running lands"))
 
 
 @pytest.mark.postgres
