@@ -16,7 +16,6 @@ the interrupt types.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from ._canonical import canonical_json
 from .interrupts import PathStep
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
@@ -151,12 +151,9 @@ def shown_digest(action: ActionRequest, config: ReviewConfig) -> str:
              "allowed_decisions": config.allowed_decisions, "reviewers": config.reviewers,
              "approvals": config.approvals_required, "self_approval": config.self_approval,
              "allow_remember": config.allow_remember}
-    return hashlib.sha256(_SHOWN_JSON.encode(shown).encode()).hexdigest()[:32]
+    return hashlib.sha256(canonical_json(shown).encode()).hexdigest()[:32]
 
 
-_SHOWN_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-"""Canonical JSON for :func:`shown_digest`, built once (``json.dumps`` with options builds an
-encoder at every call)."""
 
 
 class HITLRequest(BaseModel):

@@ -14,7 +14,6 @@ Rows written before audit keys existed (``key_id`` unset) carry a plain SHA-256.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from .._canonical import canonical_json
 from ..storage.base import AuditRecord
 from .key import AuditKey, load_key
 
@@ -72,17 +72,11 @@ class AuditKind(StrEnum):
     """A decision or answer given on this thread was passed to the sub-agent thread that
     raised the request (data: interrupt id, child thread, path)."""
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-"""The encoder of the hashed form (built once: ``json.dumps`` with options builds one per call)."""
-
-
-_DIGESTED = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                             default=str)
 
 def digest(value: Any) -> str:
     """SHA-256 of a value's canonical JSON: audit rows name big payloads by their digest
     instead of copying them (the journal and the messages hold the payloads)."""
-    canon = _DIGESTED.encode(value)
+    canon = canonical_json(value, default=str)
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
@@ -100,9 +94,9 @@ def record_hash(
         "prev_hash": prev_hash,
     }
     if key is None:
-        return hashlib.sha256(_CANONICAL.encode(body).encode()).hexdigest()
+        return hashlib.sha256(canonical_json(body).encode()).hexdigest()
     body["key_id"] = key.key_id
-    return key.sign(_CANONICAL.encode(body).encode())
+    return key.sign(canonical_json(body).encode())
 
 
 def rehash(record: AuditRecord, key: AuditKey | None) -> str:
@@ -138,7 +132,7 @@ def signed_row(
         "actor": actor, "tool_call_id": tool_call_id, "data": payload,
         "prev_hash": prev_hash, "key_id": key.key_id,
     }
-    text = _CANONICAL.encode(body)
+    text = canonical_json(body)
     h = key.sign(text.encode())
     record = AuditRecord(thread_id=thread_id, seq=seq, ts=ts, kind=kind, actor=actor,
                          tool_call_id=tool_call_id, data=payload, prev_hash=prev_hash, hash=h,
