@@ -154,8 +154,6 @@ def shown_digest(action: ActionRequest, config: ReviewConfig) -> str:
     return hashlib.sha256(canonical_json(shown).encode()).hexdigest()[:32]
 
 
-
-
 class HITLRequest(BaseModel):
     """The value of a review interrupt: one per model turn that has gated calls.
 

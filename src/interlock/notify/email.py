@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import smtplib
 import ssl
 import time
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any
 
+from .._canonical import canonical_json
 from ..errors import InterlockError
 from ..outbox import Delivery, NoticeCall, OutboxEvent
 from .config import EmailSettings, NotifyConfig, Person
@@ -32,7 +32,7 @@ from .render import call_lines, visible
 
 def call_digest(name: str, args: dict[str, Any]) -> str:
     """Identifies the exact call a link or button was made for."""
-    canon = json.dumps([name, args], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canon = canonical_json([name, args])
     return hashlib.sha256(canon.encode()).hexdigest()[:32]
 
 
