@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from interlock._engine.records import replaced
 from interlock.audit import AuditKey
@@ -62,6 +63,40 @@ def test_replaced_is_the_same_copy_as_model_copy(changes: dict[str, object]) -> 
     assert thread_json(ours) == thread_json(theirs)
     assert ours is not t and ours.__dict__ is not t.__dict__
     assert t == _thread()  # the original is unchanged
+
+
+class _Noted(BaseModel):
+    """A record with a private attribute (none of the engine's has one)."""
+
+    a: int
+    b: str = "x"
+    _seen: int = PrivateAttr(default=0)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    a: int
+
+
+def test_replaced_copies_private_and_extra_attributes_as_model_copy_does() -> None:
+    noted = _Noted(a=1)
+    noted._seen = 5
+    for ours, theirs in ((replaced(noted, {"a": 2}), noted.model_copy(update={"a": 2})),):
+        assert ours == theirs and ours._seen == theirs._seen == 5
+        assert ours.model_fields_set == theirs.model_fields_set == {"a"}
+        ours._seen = 7
+        assert noted._seen == 5 and noted.a == 1  # the copy has its own private values
+    opened = _Open(a=1, note="kept")
+    copy = replaced(opened, {"a": 2})
+    assert copy == opened.model_copy(update={"a": 2})
+    assert copy.model_extra == {"note": "kept"} and copy.model_extra is not opened.model_extra
+    entry = JournalEntry(tool_call_id="c1", turn=1, position=0, name="t", args={"a": 1},
+                         state=CallState.PENDING_REVIEW, updated_at=NOW)
+    moved = replaced(entry, {"state": CallState.RUNNING, "attempts": 1})
+    assert moved == entry.model_copy(update={"state": CallState.RUNNING, "attempts": 1})
+    assert moved.__pydantic_private__ is None and moved.__pydantic_extra__ is None
+    assert journal_json(moved) == journal_json(
+        entry.model_copy(update={"state": CallState.RUNNING, "attempts": 1}))
 
 
 def test_replaced_refuses_a_name_that_is_not_a_field() -> None:

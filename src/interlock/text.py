@@ -51,12 +51,15 @@ def text_problem(text: str) -> str | None:
 
 
 def _find(value: Any, where: str) -> tuple[str, str] | None:
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str or isinstance(value, str):
         problem = text_problem(value)
         return (where, f"contains {problem}") if problem else None
+    if kind is int or kind is bool or value is None:
+        return None
     if isinstance(value, BaseModel):
         value = value.model_dump()
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         for k, v in value.items():
             if isinstance(k, str) and (problem := text_problem(k)):
                 return f"a key of {where}", f"contains {problem}"

@@ -272,3 +272,52 @@ def test_every_string_is_judged_as_the_character_rule_says(text: str) -> None:
     assert count == len(bad)
     assert (clean is text) == (not bad)
     assert NUL not in clean and not any(0xD800 <= ord(ch) <= 0xDFFF for ch in clean)
+
+
+class _Label(str):
+    """A ``str`` subclass (an enum member or a tagged string is one)."""
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+    st.text(alphabet=st.sampled_from(["a", " ", "é", NUL, SURROGATE, "\udfff"]), max_size=6),
+    st.text(alphabet=st.sampled_from(["b", NUL, SURROGATE]), max_size=4).map(_Label))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
+    st.dictionaries(st.text(alphabet=st.sampled_from(["k", NUL, SURROGATE]), max_size=3),
+                    inner, max_size=3)), max_leaves=12)
+
+
+def _bad_text_in(value: Any) -> bool:
+    if isinstance(value, str):
+        return any(ch == NUL or 0xD800 <= ord(ch) <= 0xDFFF for ch in value)
+    if isinstance(value, dict):
+        return any(_bad_text_in(k) or _bad_text_in(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_bad_text_in(v) for v in value)
+    return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(_values)
+def test_input_is_refused_exactly_when_a_string_in_it_holds_bad_text(value: Any) -> None:
+    """``check_input`` (decisions, answers, messages, metadata) finds NUL or a lone surrogate
+    in any string of any shape: values, keys, nested lists, tuples, dicts, ``str``
+    subclasses, a read-only mapping and a pydantic model; numbers, booleans and ``None`` are
+    never text."""
+    from types import MappingProxyType
+
+    from pydantic import BaseModel
+
+    from interlock.text import check_input
+
+    class Holder(BaseModel):
+        value: Any
+
+    for shape in (value, [1, True, None, value], MappingProxyType({"v": value}),
+                  Holder(value=value)):
+        if _bad_text_in(value):
+            with pytest.raises(InvalidText):
+                check_input(shape, "input")
+        else:
+            check_input(shape, "input")

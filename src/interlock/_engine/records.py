@@ -33,6 +33,19 @@ M = TypeVar("M", bound=BaseModel)
 _set = object.__setattr__
 
 
+_PLAIN: dict[type[BaseModel], bool] = {}
+"""Per record class: whether a copy is only its ``__dict__`` and fields set (no extra fields
+allowed, no private attributes)."""
+
+
+def _plain_class(cls: type[BaseModel]) -> bool:
+    plain = _PLAIN.get(cls)
+    if plain is None:
+        plain = _PLAIN[cls] = (cls.model_config.get("extra") != "allow"
+                               and not cls.__private_attributes__)
+    return plain
+
+
 def replaced(model: M, changes: Mapping[str, object]) -> M:
     """A shallow copy of ``model`` with the fields in ``changes`` replaced (not validated),
     like ``model.model_copy(update=changes)``. A name that is not a field of the model is a
@@ -42,16 +55,21 @@ def replaced(model: M, changes: Mapping[str, object]) -> M:
     if not changes.keys() <= fields.keys():
         unknown = sorted(set(changes) - set(fields))
         raise TypeError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
-    if cls.model_config.get("extra") == "allow":  # pragma: no cover - none of the engine's
-        return model.model_copy(update=changes)
     new = cls.__new__(cls)
     values = model.__dict__.copy()
     values.update(changes)
-    _set(new, "__dict__", values)
-    extra = model.__pydantic_extra__
-    _set(new, "__pydantic_extra__", None if extra is None else dict(extra))
     fields_set = set(model.__pydantic_fields_set__)
     fields_set.update(changes)
+    if _plain_class(cls):
+        _set(new, "__dict__", values)
+        _set(new, "__pydantic_extra__", None)
+        _set(new, "__pydantic_fields_set__", fields_set)
+        _set(new, "__pydantic_private__", None)
+        return new
+    if cls.model_config.get("extra") == "allow":  # pragma: no cover - none of the engine's
+        return model.model_copy(update=changes)
+    _set(new, "__dict__", values)
+    _set(new, "__pydantic_extra__", None)
     _set(new, "__pydantic_fields_set__", fields_set)
     private = getattr(model, "__pydantic_private__", None)
     _set(new, "__pydantic_private__", None if private is None else

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -90,8 +92,9 @@ class RememberedApproval(BaseModel):
     """The decision that created the rule."""
 
 
-def _is_none(value: object) -> bool:
-    return value is None
+_is_none = partial(operator.is_, None)
+"""``value is None`` as a callable the serializer calls without a Python frame (it is called
+for every optional field of every record it writes)."""
 
 
 def omitted_when_none() -> Any:
