@@ -33,17 +33,9 @@ M = TypeVar("M", bound=BaseModel)
 _set = object.__setattr__
 
 
-_PLAIN: dict[type[BaseModel], bool] = {}
-"""Per record class: whether a copy is only its ``__dict__`` and fields set (no extra fields
-allowed, no private attributes)."""
-
-
-def _plain_class(cls: type[BaseModel]) -> bool:
-    plain = _PLAIN.get(cls)
-    if plain is None:
-        plain = _PLAIN[cls] = (cls.model_config.get("extra") != "allow"
-                               and not cls.__private_attributes__)
-    return plain
+_SHAPES: dict[type[BaseModel], tuple[bool, bool]] = {}
+"""Per record class, looked up once: whether it allows extra fields, and whether it has
+private attributes (none of the engine's records does either)."""
 
 
 def replaced(model: M, changes: Mapping[str, object]) -> M:
@@ -55,23 +47,22 @@ def replaced(model: M, changes: Mapping[str, object]) -> M:
     if not changes.keys() <= fields.keys():
         unknown = sorted(set(changes) - set(fields))
         raise TypeError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = (cls.model_config.get("extra") == "allow",
+                                bool(cls.__private_attributes__))
+    allows_extra, has_private = shape
+    if allows_extra:
+        return model.model_copy(update=changes)
     new = cls.__new__(cls)
     values = model.__dict__.copy()
     values.update(changes)
     fields_set = set(model.__pydantic_fields_set__)
     fields_set.update(changes)
-    if _plain_class(cls):
-        _set(new, "__dict__", values)
-        _set(new, "__pydantic_extra__", None)
-        _set(new, "__pydantic_fields_set__", fields_set)
-        _set(new, "__pydantic_private__", None)
-        return new
-    if cls.model_config.get("extra") == "allow":  # pragma: no cover - none of the engine's
-        return model.model_copy(update=changes)
     _set(new, "__dict__", values)
     _set(new, "__pydantic_extra__", None)
     _set(new, "__pydantic_fields_set__", fields_set)
-    private = getattr(model, "__pydantic_private__", None)
+    private = getattr(model, "__pydantic_private__", None) if has_private else None
     _set(new, "__pydantic_private__", None if private is None else
          {k: v for k, v in private.items() if v is not PydanticUndefined})
     return new
