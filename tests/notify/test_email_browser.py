@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from server.live import chromium
+from server.live import chromium, shown_box
 
 from .agents import QUERY, executions
 from .test_email import body_of, local, setup  # noqa: F401  (the fixture)
@@ -81,7 +81,7 @@ def test_approve_button_of_an_email_link_decides_in_a_browser(
     # needs an emoji font: without one Chromium shows an empty box)
     sign = page.locator(".notice .warn-sign").first
     expect(sign).to_be_visible()
-    box = sign.bounding_box()
+    box = shown_box(sign)
     assert box is not None and box["width"] > 8 and box["height"] > 8
     assert sign.evaluate("s => getComputedStyle(s).clipPath").startswith("polygon")
     assert "\u26a0" not in page.locator("main").inner_text()

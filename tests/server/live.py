@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -172,3 +173,16 @@ def langgraph_serve(tmp: Path, *extra_args: str) -> Iterator[tuple[ServeProcess,
         yield proc, log
     finally:
         assert proc.stop() == 0
+
+
+def shown_box(locator: Any, timeout: float = 10.0) -> Any:
+    """The bounding box of a shown element, read again while it is ``None``: a list the inbox
+    renders anew (a live update) replaces its rows, and a box read in that instant is ``None``
+    though the row is on screen before and after. ``None`` if it never is within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        box = locator.bounding_box()
+        if box is not None or time.monotonic() >= deadline:
+            return box
+        time.sleep(0.05)
+

@@ -23,7 +23,7 @@ from interlock import Agent, HumanInTheLoop, ScriptedModel, SqliteCheckpointer, 
 from interlock.messages import Message, UserMessage
 
 from .conftest import ALICE, BOB, CAROL, TOKENS, bearer
-from .live import CHROMIUM_ARGS, LiveServer, chromium_path
+from .live import CHROMIUM_ARGS, LiveServer, chromium_path, shown_box
 from .server_agents import EXECUTED, make_agent
 
 pytestmark = pytest.mark.browser
@@ -665,8 +665,8 @@ def test_empty_list_message_sits_where_the_list_is(page: Page, live: LiveServer)
     page.fill("#search", "no-thread-matches-this-text")
     empty = page.locator("#list-empty")
     expect(empty).to_be_visible()
-    head = page.locator(".list-head").bounding_box()
-    box = empty.bounding_box()
+    head = shown_box(page.locator(".list-head"))
+    box = shown_box(empty)
     assert head and box
     assert box["y"] - (head["y"] + head["height"]) < 5  # right under the heading, not at the bottom
 
@@ -993,7 +993,7 @@ def test_phone_width_keeps_every_control_visible(browser: Browser, live: LiveSer
         for sel in controls:
             el = page.locator(sel)
             expect(el).to_be_visible()
-            b = el.bounding_box()
+            b = shown_box(el)
             assert b is not None and b["width"] > 0, sel
             assert b["x"] >= 0 and b["x"] + b["width"] <= 390 + 0.5, (sel, b)
             assert b["y"] >= 0 and b["y"] + b["height"] <= 844, (sel, b)
@@ -1015,7 +1015,7 @@ def test_phone_width_keeps_every_control_visible(browser: Browser, live: LiveSer
         assert page.locator("#detail").evaluate("d => d.scrollHeight > d.clientHeight + 200")
         for button in c.locator(":scope > .actions > button").all():
             expect(button).to_be_visible()
-            b = button.bounding_box()
+            b = shown_box(button)
             assert b and b["x"] >= 0 and b["x"] + b["width"] <= 390 + 0.5, b
             assert b["y"] >= 0 and b["y"] + b["height"] <= 844, b
         # back: the list alone; a row opens the request again

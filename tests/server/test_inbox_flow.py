@@ -22,7 +22,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 from interlock import SqliteCheckpointer
 
 from .conftest import ALICE, BOB, CAROL, TOKENS, bearer
-from .live import LiveServer, chromium
+from .live import LiveServer, chromium, shown_box
 from .server_agents import EXECUTED, make_agent
 
 pytestmark = pytest.mark.browser
@@ -231,9 +231,9 @@ def test_rows_show_the_policys_word_on_the_risk_first(page: Page, server: LiveSe
         small.goto(f"{server.url}/")
         risk = small.locator('.row[data-thread-id="risky"] .row-risk')
         expect(risk).to_be_visible()
-        box = risk.bounding_box()
+        box = shown_box(risk)
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390 + 0.5, box
-        args = small.locator('.row[data-thread-id="risky"] .row-args').bounding_box()
+        args = shown_box(small.locator('.row[data-thread-id="risky"] .row-args'))
         assert args is not None and args["y"] > box["y"], (args, box)
     finally:
         phone.close()
