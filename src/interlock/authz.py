@@ -195,6 +195,24 @@ def check_decision(thread_id: str, reviewer: Reviewer | None, call: CallPolicy,
         )
 
 
+def check_remember(thread_id: str, reviewer: Reviewer | None, call: CallPolicy,
+                   tool: Sequence[ToolPolicy]) -> None:
+    """Remembering an approval of ``call`` approves the later calls of its tool: only a
+    reviewer who may decide those calls under the tool's own policies (``tool``) may do it.
+    A reviewer who may decide this call only because it was escalated to them may approve it,
+    but not remember the approval."""
+    for policy in tool:
+        if not may_decide(reviewer, policy.reviewers):
+            assert reviewer is not None and policy.reviewers is not None
+            raise NotAuthorized(
+                f"Reviewer {reviewer.describe()} may approve call {call.tool_call_id!r} "
+                f"({call.name}) on thread {thread_id!r} but not remember the approval: "
+                f"remembering approves the later {call.name!r} calls of the thread, and those "
+                f"need one of the roles: {', '.join(policy.reviewers)}. Approve without "
+                f"'remember'. Nothing was changed."
+            )
+
+
 def check_cancel(reviewer: Reviewer | None, facts: ThreadFacts) -> None:
     """Cancelling closes every pending call: the right to decide each of them is needed."""
     if reviewer is None:

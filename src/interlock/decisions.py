@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .authz import CallPolicy, ToolPolicy, check_decision
+from .authz import CallPolicy, ToolPolicy, check_decision, check_remember
 from .authz import Reviewer as Reviewer  # re-exported: where it always was
 from .errors import InvalidDecision, StaleRevision
 from .review_request import PendingCall as PendingCall  # where it was always imported from
@@ -322,6 +322,8 @@ def validate_decision(thread_id: str, paired: PairedDecision, total: int, *,
                 f"is unknown (it may have run before a crash); remembering it would let "
                 f"later {call.request.name!r} calls run unseen. Approve without 'remember'."
             )
+        if decision.remember is not None:
+            check_remember(thread_id, reviewer, policy, policies(call.request.name))
         exec_name, exec_args = call.request.name, call.request.args
     elif isinstance(decision, Edit):
         exec_name, exec_args = _check_edit(thread_id, where, call, decision, tools)

@@ -1,12 +1,15 @@
 """The agent of the revision tests: a harmless ``lookup`` (one approval, edit allowed), a
 strict ``drop_table`` (two dba approvals, no self-approval), a ``pay`` tool (two finance
-approvals) and ``note`` (one approval, not by the requester or the editor). The user message names the call the model proposes (JSON
+approvals), ``note`` (one approval, not by the requester or the editor), and two tools whose
+requests escalate to ``oncall`` after 30 minutes: ``prod_sql`` (one dba approval) and
+``deploy`` (two dba approvals). The user message names the call the model proposes (JSON
 ``{"name": ..., "args": ...}``); every execution is appended to the runs file (so counts span
 processes)."""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from interlock import (
@@ -29,6 +32,10 @@ POLICIES = {
     "drop_table": InterruptOn(reviewers=["dba"], approvals=2, self_approval=False),
     "pay": InterruptOn(reviewers=["finance"], approvals=2),
     "note": InterruptOn(self_approval=False),
+    "prod_sql": InterruptOn(reviewers=["dba"], escalate_to=["oncall"],
+                            escalate_after=timedelta(minutes=30)),
+    "deploy": InterruptOn(reviewers=["dba"], approvals=2, escalate_to=["oncall"],
+                          escalate_after=timedelta(minutes=30)),
 }
 
 
@@ -62,6 +69,18 @@ def note(text: str) -> str:
     return _ran(f"note {text}")
 
 
+@tool
+def prod_sql(query: str) -> str:
+    """Run SQL on the production database."""
+    return _ran(f"prod_sql {query}")
+
+
+@tool
+def deploy(service: str) -> str:
+    """Deploy a service."""
+    return _ran(f"deploy {service}")
+
+
 def proposal(name: str, **args: Any) -> str:
     """The user message that makes the model propose ``name(**args)``."""
     return json.dumps({"name": name, "args": args})
@@ -75,7 +94,7 @@ def _script(messages: list[Any]) -> Any:
 
 
 def make_agent(store: Checkpointer, **kw: Any) -> Agent:
-    return Agent(model=ScriptedModel(_script), tools=[lookup, drop_table, pay, note],
+    return Agent(model=ScriptedModel(_script), tools=[lookup, drop_table, pay, note, prod_sql, deploy],
                  middleware=[HumanInTheLoop(interrupt_on=dict(POLICIES))],
                  checkpointer=store, **kw)
 

@@ -13,6 +13,7 @@ shown."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.anyio
 
 TOKENS = {f"{name}-token-0123456789abcdef": {"id": name, "roles": roles} for name, roles in [
     ("alice", ["dba"]), ("bob", ["dba"]), ("carol", ["dba"]), ("frank", ["finance"]),
-    ("gina", ["finance"]), ("hal", ["dba", "finance"])]}
+    ("gina", ["finance"]), ("hal", ["dba", "finance"]), ("olga", ["oncall"])]}
 
 
 def as_(name: str) -> dict[str, str]:
@@ -101,6 +102,48 @@ async def test_api_stale_approval_after_an_edit_is_a_409(agent: Agent) -> None:
     assert executions() == ["pay offshore-9 90000"]
     (row,) = [a for a in await agent.aaudit("t") if a.kind == "decision"]
     assert (row.actor, row.data["revision"]) == ("frank", 2)
+
+
+async def test_api_an_escalated_reviewers_edit_and_remember_count_for_nothing_more(
+        store_factory: StoreFactory) -> None:
+    """Over /api, olga (oncall) decides requests escalated to her. Her edit of deploy (two
+    dba approvals) makes revision 2 with no approval counted, which she may not approve; two
+    dbas run it once. Her 'approve and remember' of prod_sql is a 403 that changes nothing;
+    her plain approval runs it, and the thread's next prod_sql call waits for a dba."""
+    now = [datetime(2030, 1, 1, 9, 0, tzinfo=UTC)]
+    agent = make_agent(store_factory(), clock=lambda: now[0])
+    async with running(agent, tokens=TOKENS) as s:
+        c = s.client
+        for tid, message in (("d", proposal("deploy", service="web")),
+                             ("q", proposal("prod_sql", query="select 1"))):
+            r = await post(c, "alice", "/api/threads", {"thread_id": tid, "message": message})
+            assert r.json()["status"] == "interrupted", r.text
+        assert (await decide(c, "olga", "d", {"type": "approve"})).status_code == 403
+        now[0] += timedelta(minutes=31)
+        await agent.aexpire_due()
+        r = await decide(c, "olga", "d", edit("deploy", service="billing"))
+        assert r.status_code == 200 and r.json()["status"] == "interrupted", r.text
+        (config,) = r.json()["interrupts"][0]["value"]["review_configs"]
+        assert (config["revision"], config["reviewers"], config.get("approved_by")) == (
+            2, ["dba"], None)
+        assert (await decide(c, "olga", "d", {"type": "approve", "revision": 2})
+                ).status_code == 403
+        r = await decide(c, "alice", "d", {"type": "approve", "revision": 2})
+        assert r.json()["status"] == "interrupted" and executions() == []
+        r = await decide(c, "bob", "d", {"type": "approve", "revision": 2})
+        assert r.json()["status"] == "completed", r.text
+        assert executions() == ["deploy billing"]
+
+        rows = len(await agent.aaudit("q"))
+        r = await decide(c, "olga", "q", {"type": "approve", "remember": "thread"})
+        assert r.status_code == 403 and "not remember" in r.json()["message"], r.text
+        assert len(await agent.aaudit("q")) == rows and executions() == ["deploy billing"]
+        r = await decide(c, "olga", "q", {"type": "approve"})
+        assert r.json()["status"] == "completed", r.text
+        r = await post(c, "alice", "/api/threads/q/messages",
+                       {"message": proposal("prod_sql", query="drop table customers")})
+        assert r.json()["status"] == "interrupted", r.text
+    assert executions() == ["deploy billing", "prod_sql select 1"]
 
 
 async def test_langgraph_resumes_are_bound_to_the_revision_they_were_shown(

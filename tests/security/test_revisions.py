@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ DBA, FIN = frozenset({"dba"}), frozenset({"finance"})
 ALICE, BOB, CAROL, DAVE = (Reviewer(n, DBA) for n in ("alice", "bob", "carol", "dave"))
 FRANK, GINA = Reviewer("frank", FIN), Reviewer("gina", FIN)
 BOTH = Reviewer("hal", DBA | FIN)
+OLGA = Reviewer("olga", frozenset({"oncall"}))
 
 
 @pytest.fixture(autouse=True)
@@ -235,6 +237,77 @@ def test_a_second_edit_makes_a_third_revision(stores: StoreFactory) -> None:
     agent.resume("t", [approve(3)], reviewer=ALICE)
     assert agent.resume("t", [approve(3)], reviewer=CAROL).status == "completed"
     assert executions() == ["drop_table c"]
+
+
+def escalated(stores: StoreFactory, tool: str, **args: Any) -> tuple[Any, list[datetime]]:
+    """An agent on a fake clock with a ``tool`` request on thread ``t`` escalated to oncall
+    (its 30 minutes passed): olga, oncall only, may decide it now."""
+    now = [datetime(2030, 1, 1, 9, 0, tzinfo=UTC)]
+    agent = make_agent(stores(), clock=lambda: now[0])
+    agent.invoke(proposal(tool, **args), thread_id="t")
+    now[0] += timedelta(minutes=31)
+    agent.expire_due()
+    _, cfg = pending(agent, "t")
+    assert cfg.reviewers == ["dba", "oncall"] and cfg.escalated_at is not None
+    return agent, now
+
+
+@pytest.mark.parametrize("tool", ["prod_sql", "deploy"])
+def test_an_escalated_reviewers_edit_is_not_an_approval_of_the_new_revision(
+        stores: StoreFactory, tool: str) -> None:
+    """olga (oncall) may decide revision 1 only because it was escalated to her. Her edit makes
+    revision 2, decided under the tool's own rules (dba, escalation counted from the edit):
+    it is not one of its approvals, so the rewritten call never runs on her word. It runs,
+    once, after the dba approvals its tool needs; olga may approve it herself only once
+    revision 2 is escalated in its turn."""
+    key = "query" if tool == "prod_sql" else "service"
+    agent, now = escalated(stores, tool, **{key: "a"})
+    result = agent.resume("t", [edit(tool, **{key: "b"})], reviewer=OLGA)
+    assert result.interrupted and executions() == []
+    action, cfg = pending(agent, "t")
+    assert (action.args, cfg.revision, cfg.edited_by) == ({key: "b"}, 2, "olga")
+    assert (cfg.reviewers, cfg.approved_by, cfg.escalated_at) == (["dba"], None, None)
+    before = snapshot(agent, "t")
+    with pytest.raises(NotAuthorized, match="dba"):
+        agent.resume("t", [approve(2)], reviewer=OLGA)
+    assert snapshot(agent, "t") == before
+    if tool == "deploy":  # two dba approvals, neither of them olga's edit
+        assert agent.resume("t", [approve(2)], reviewer=ALICE).interrupted
+        assert executions() == []
+        assert agent.resume("t", [approve(2)], reviewer=BOB).status == "completed"
+        assert decisions(agent, "t") == [("approval_recorded", "olga", 1),
+                                         ("approval_recorded", "alice", 2),
+                                         ("decision", "bob", 2)]
+    else:  # revision 2 escalates 30 minutes after the edit: then olga may approve it
+        now[0] += timedelta(minutes=31)
+        agent.expire_due()
+        _, cfg = pending(agent, "t")
+        assert cfg.reviewers == ["dba", "oncall"]
+        assert agent.resume("t", [approve(2)], reviewer=OLGA).status == "completed"
+        assert decisions(agent, "t") == [("approval_recorded", "olga", 1),
+                                         ("decision", "olga", 2)]
+    assert executions() == [f"{tool} b"]
+
+
+def test_an_escalated_reviewer_may_approve_but_not_remember(stores: StoreFactory) -> None:
+    """Remembering approves the thread's later prod_sql calls, which need a dba: olga, who
+    may decide this one only because it was escalated, is refused (nothing changes) and may
+    approve it without remembering; the next call pauses for a dba. A dba's remembered
+    approval still applies."""
+    agent, _ = escalated(stores, "prod_sql", query="select 1")
+    before = snapshot(agent, "t")
+    with pytest.raises(NotAuthorized, match="not remember"):
+        agent.resume("t", [{"type": "approve", "remember": "thread"}], reviewer=OLGA)
+    assert snapshot(agent, "t") == before and agent.get_thread("t").remembered == []
+    assert agent.resume("t", [approve()], reviewer=OLGA).status == "completed"
+    later = agent.invoke(proposal("prod_sql", query="drop table customers"), thread_id="t")
+    assert later.interrupted and executions() == ["prod_sql select 1"]
+    agent.resume("t", [{"type": "approve", "remember": "thread"}], reviewer=ALICE)
+    assert [r.created_by for r in agent.get_thread("t").remembered] == ["alice"]
+    assert agent.invoke(proposal("prod_sql", query="select 2"), thread_id="t").status == \
+        "completed"
+    assert executions() == ["prod_sql select 1", "prod_sql drop table customers",
+                            "prod_sql select 2"]
 
 
 @contextlib.contextmanager

@@ -9,8 +9,11 @@ The rules, for a call whose policy needs ``N`` approvals:
   approvals, self-approval, expiry, escalation, allow_remember); approvals of an earlier
   revision never count for it, and a decision names the revision it was made for;
 * the author of a revision (its editor) counts as at most one approval of it, and as none
-  where its tool has ``self_approval=False``: there the editor is a requester too, and may
-  not approve that revision;
+  where its tool has ``self_approval=False`` (there the editor is a requester too, and may
+  not approve that revision) or where the editor may not decide it under its tool's own
+  reviewers: a reviewer who could decide the earlier revision only because it was escalated
+  to them proposes the new revision, and one of the tool's reviewers (or, once the new
+  revision is escalated in its turn, one of the escalation roles) must approve it;
 * it runs only after ``N`` distinct reviewers approved it; the same reviewer approving again
   is refused (``InvalidDecision``) and counts once (ids are compared normalised: ``alice``
   and ``Alice`` are one reviewer, :func:`interlock.authz.reviewer_key`);
@@ -29,7 +32,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from ..authz import same_reviewer
+from ..authz import Reviewer, may_decide, same_reviewer
 from ..decisions import Approve, Edit, PendingCall, ResolvedDecision
 from ..errors import InvalidDecision, NotAuthorized
 from ..hitl import ALL_DECISIONS, InterruptOn
@@ -62,16 +65,21 @@ def changes_call(call: PendingCall, r: ResolvedDecision) -> bool:
         call.request.name, call.request.args)
 
 
-def revise(call: PendingCall, r: ResolvedDecision, actor: str, now: datetime,
-           deps: RunDeps) -> PendingCall:
-    """The next revision of ``call`` after the edit ``r`` by ``actor``: the edited tool and
-    arguments, under the policy of that tool (an ungated tool: one approval by anyone); the
-    editor's edit counts as its first approval unless that policy has
-    ``self_approval=False``."""
+def revise(call: PendingCall, r: ResolvedDecision, actor: str, reviewer: Reviewer | None,
+           now: datetime, deps: RunDeps) -> PendingCall:
+    """The next revision of ``call`` after the edit ``r`` by ``actor`` (``reviewer``): the
+    edited tool and arguments, under the policy of that tool (an ungated tool: one approval
+    by anyone). The edit counts as the new revision's first approval only where its editor
+    could approve that revision: not under ``self_approval=False``, and not by a reviewer
+    without one of the roles its policy names (e.g. one who could decide the earlier
+    revision only because it was escalated to them; the new revision's escalation is
+    counted from the edit)."""
     assert r.exec_name is not None and r.exec_args is not None
     name, args = r.exec_name, r.exec_args
     policy: InterruptOn = deps.policy_for(name) or ALL_DECISIONS
-    counted = [ApprovalRecord(by=actor, at=now)] if policy.self_approval else None
+    roles = tuple(policy.reviewers) if policy.reviewers is not None else None
+    counts = policy.self_approval and may_decide(reviewer, roles)
+    counted = [ApprovalRecord(by=actor, at=now)] if counts else None
     config: ReviewConfig = review_config(
         name, policy, now=now, args_schema=deps.schema(name),
         requested_by=call.config.requested_by, revision=call.config.revision + 1,
