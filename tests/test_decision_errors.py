@@ -76,6 +76,17 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ("position mismatch", [{"type": "approve", "tool_call_id": "s1"}, {"type": "approve"}],
      ["'s1'", "position 1 is call 'w1'"]),
     ("typo field", [{"type": "reject", "mesage": "x"}, {"type": "approve"}], ["mesage"]),
+    # a decision is for the call it is given under: one naming the other call is refused,
+    # not applied to the call of its key ("approve s1, reject w1" must never run w1)
+    ("mapping key mismatch", {"w1": {"type": "approve", "tool_call_id": "s1"},
+                              "s1": {"type": "reject", "tool_call_id": "w1"}},
+     ["given for call 'w1' names tool_call_id 's1'"]),
+    ("mapping key mismatch, typed", {"w1": Approve(tool_call_id="s1")},
+     ["given for call 'w1' names tool_call_id 's1'"]),
+    ("mapping key mismatch, camel case", {"w1": {"type": "approve", "toolCallId": "s1"}},
+     ["given for call 'w1' names tool_call_id 's1'"]),
+    ("position mismatch, camel case", [{"type": "approve", "toolCallId": "s1"},
+                                       {"type": "approve"}], ["'s1'", "position 1 is call 'w1'"]),
     # other systems' words: Agent Inbox says "accept"; a reason is given as "message"
     ("accept", [{"type": "accept"}, {"type": "approve"}],
      ["'accept'", "Did you mean {'type': 'approve'}?"]),

@@ -215,6 +215,14 @@ def resolve_decisions(
                               reviewer=reviewer) for p in pairs]
 
 
+def _named_call(item: Any) -> Any:
+    """The ``tool_call_id`` a raw decision names itself (``None``: none)."""
+    if isinstance(item, Mapping):  # both spellings a decision accepts
+        named = item.get("tool_call_id")
+        return named if named is not None else item.get("toolCallId")
+    return getattr(item, "tool_call_id", None)
+
+
 class PairedDecision(NamedTuple):
     """One raw decision and the pending call it is for (not validated yet)."""
 
@@ -262,6 +270,13 @@ def pair_decisions(thread_id: str, pending: Sequence[PendingCall], raw: Any, *,
                     thread_id, f"there is no pending call with tool_call_id {cid!r}. Pending "
                     f"calls: {listing}."
                 )
+            named = _named_call(item)
+            if named is not None and named != cid:
+                raise InvalidDecision(
+                    thread_id, f"the decision given for call {cid!r} names tool_call_id "
+                    f"{named!r}: a decision is for the call it is given under. Give it under "
+                    f"{named!r}, or leave its tool_call_id out. Pending calls: {listing}."
+                )
             pairs.append(PairedDecision(None, by_id[cid], item))
     elif isinstance(raw, Sequence) and not isinstance(raw, str | bytes):
         items = list(raw)
@@ -273,9 +288,7 @@ def pair_decisions(thread_id: str, pending: Sequence[PendingCall], raw: Any, *,
                 f"{{tool_call_id: decision}} to decide only some of them.",
             )
         for i, (call, item) in enumerate(zip(pending, items, strict=True)):
-            cid = item.get("tool_call_id") if isinstance(item, Mapping) else getattr(
-                item, "tool_call_id", None
-            )
+            cid = _named_call(item)
             if cid is not None and cid != call.request.tool_call_id:
                 hint = (
                     f"call {cid!r} was already decided ({decided[cid]})" if cid in decided

@@ -188,6 +188,43 @@ async def test_langgraph_resumes_are_bound_to_the_revision_they_were_shown(
     assert executions() == ["pay offshore-9 90000"]
 
 
+async def test_langgraph_a_keyed_response_naming_the_other_call_is_refused(
+        agent: Agent) -> None:
+    """Keyed by interrupt id, each response is for the call shown under that id. One that
+    names the other call's tool_call_id ("approve the second, reject the first", under the
+    wrong keys) is a 422 that stores nothing and runs nothing; it is never applied to the
+    call of its key."""
+    async with running(agent, tokens=TOKENS, langgraph_api=True) as s:
+        c = s.client
+        r = await c.post("/langgraph/threads", json={}, headers=as_("hal"))
+        tid = r.json()["thread_id"]
+        runs = f"/langgraph/threads/{tid}/runs/wait"
+        message = json.dumps([{"name": "lookup", "args": {"table": "a"}},
+                              {"name": "lookup", "args": {"table": "b"}}])
+        r = await c.post(runs, headers=as_("hal"), json={
+            "assistant_id": "agent", "input": {"messages": [{"role": "user",
+                                                             "content": message}]}})
+        shown = [(i["id"], i["value"]["action_requests"][0]["tool_call_id"])
+                 for i in r.json()["__interrupt__"]]
+        assert len(shown) == 2, r.text
+        (id_a, call_a), (id_b, call_b) = shown
+        rows = len(await agent.aaudit(tid))
+        for crossed in ({id_a: {"type": "approve", "tool_call_id": call_b},
+                         id_b: {"type": "reject", "tool_call_id": call_a, "message": "no"}},
+                        {id_a: {"type": "approve", "tool_call_id": call_b}}):
+            r = await c.post(runs, headers=as_("hal"), json={
+                "assistant_id": "agent", "command": {"resume": crossed}})
+            assert r.status_code == 422 and r.json()["error"] == "InvalidDecision", r.text
+            assert f"names tool_call_id {call_b!r}" in r.json()["message"]
+        assert len(await agent.aaudit(tid)) == rows and executions() == []
+        r = await c.post(runs, headers=as_("hal"), json={
+            "assistant_id": "agent", "command": {"resume": {
+                id_a: {"type": "reject", "tool_call_id": call_a, "message": "no"},
+                id_b: {"type": "approve", "tool_call_id": call_b}}}})
+        assert r.status_code == 200 and "__interrupt__" not in r.json(), r.text
+    assert executions() == ["lookup b"]
+
+
 async def start(c: httpx.AsyncClient, tid: str, calls: list[tuple[str, dict[str, Any]]],
                 ) -> None:
     """hal asks for ``calls`` (one turn) on thread ``tid``; the run waits for review."""
