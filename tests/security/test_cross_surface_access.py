@@ -3,13 +3,15 @@ API, the notification outbox and the list's count give a foreign token nothing."
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
 from interlock import MemoryCheckpointer
-from server.conftest import ADMIN, ALICE, BOB, CAROL, TOKENS, bearer, running
+from server.conftest import ADMIN, ALICE, BOB, CAROL, TOKENS, Server, bearer, running
 from server.server_agents import EXECUTED, make_agent
 
 pytestmark = pytest.mark.anyio
@@ -27,12 +29,18 @@ async def _bobs_drop(c: httpx.AsyncClient) -> str:
     return tid
 
 
-async def test_langgraph_api_reads_follow_thread_access() -> None:
+@contextlib.asynccontextmanager
+async def _serving_bobs_drop() -> AsyncIterator[tuple[Server, str]]:
+    """The server with the LangGraph API, and the thread of :func:`_bobs_drop`."""
     EXECUTED.clear()
     agent = make_agent(MemoryCheckpointer())
     async with running(agent, tokens=TOKENS, langgraph_api=True) as s:
+        yield s, await _bobs_drop(s.client)
+
+
+async def test_langgraph_api_reads_follow_thread_access() -> None:
+    async with _serving_bobs_drop() as (s, tid):
         c = s.client
-        tid = await _bobs_drop(c)
         carol = {"x-api-key": CAROL}
         for method, path, body in [
             ("GET", f"/langgraph/threads/{tid}", None),
@@ -140,3 +148,37 @@ async def test_a_thread_created_through_langgraph_belongs_to_its_creator() -> No
         assert r.status_code == 200, r.text
         assert (await s.agent.aget_thread(tid)).created_by == "bob"
 
+
+
+@pytest.mark.parametrize("how", ["api", "update_state", "goto", "ignore"])
+async def test_a_reviewer_who_cancels_a_thread_is_told_so_and_may_read_it(how: str) -> None:
+    """alice (a DBA) may decide bob's drop, so she may cancel it, on /api or through the
+    LangGraph API's ways of closing a request. The answer is the outcome (200), not a 403 from
+    reading the thread back after her cancel left no call she may decide: who closed the
+    calls decided them, and may read the thread as any decider may. Nothing runs."""
+    async with _serving_bobs_drop() as (s, tid):
+        c, agent = s.client, s.agent
+        alice = {"x-api-key": ALICE}
+        runs = f"/langgraph/threads/{tid}/runs/wait"
+        if how == "api":
+            r = await c.post(f"/api/threads/{tid}/cancel", headers=bearer(ALICE), json={})
+        elif how == "update_state":
+            r = await c.post(f"/langgraph/threads/{tid}/state", headers=alice,
+                             json={"values": None, "as_node": "__end__"})
+        elif how == "goto":
+            r = await c.post(runs, headers=alice, json={
+                "assistant_id": "agent", "command": {"goto": "__end__"}})
+        else:
+            r = await c.post(runs, headers=alice, json={
+                "assistant_id": "agent", "command": {"resume": [{"type": "ignore"}]}})
+        assert r.status_code == 200, r.text
+        state = await c.get(f"/api/threads/{tid}", headers=bearer(ALICE))
+        assert state.status_code == 200 and state.json()["status"] == "idle", state.text
+        r = await c.get(f"/langgraph/threads/{tid}/state", headers=alice)
+        assert r.status_code == 200 and not r.json().get("interrupts"), r.text
+        (row,) = [a for a in await agent.aaudit(tid) if a.kind == "cancelled"]
+        assert row.actor == "alice"
+        # carol, who neither may decide it nor decided it, still reads nothing
+        r = await c.get(f"/langgraph/threads/{tid}/state", headers={"x-api-key": CAROL})
+        assert r.status_code == 403
+    assert EXECUTED == []

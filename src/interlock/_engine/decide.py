@@ -324,9 +324,12 @@ async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Re
                 updates.append(entry_with(
                     e, state=CallState.CANCELLED, result=msg, decided_by=actor,
                     updated_at=now))
+    deciders = t.deciders  # who closed the calls decided them: they may read the thread
+    if reviewer is not None and reviewer.id not in deciders:
+        deciders = [*deciders, reviewer.id]
     await txn.commit(
         messages=results, journal=updates, turn=None, hooks=None, pending=[], status="idle",
-        hold_lease=False,
+        hold_lease=False, deciders=deciders,
         audit=[AuditItem(AuditKind.CANCELLED, actor, None,
                          {"reason": reason, "calls": [e.tool_call_id for e in updates]})],
     )
