@@ -172,13 +172,7 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
         async with txn.keep_lease():
             msg = await _outcome(txn, deps, tool_task)
     except PauseRun as pause:
-        # a signal, not an error: its traceback (this frame, whose ``tool_task`` holds the
-        # exception) would make the run's objects a reference cycle
-        pause.__traceback__ = None
-        waiting = entry_with(running, state=CallState.INTERRUPTED,
-                             paused_from=e.state, updated_at=txn.now())
-        txn.stage(journal=[waiting])
-        raise_question(txn, pause.value, origin="tool", tool_call_id=e.tool_call_id)
+        _stage_question(txn, running, pause)
         await txn.flush()
         return
     except ChildWaiting as child:
@@ -189,9 +183,35 @@ async def execute(txn: ThreadTxn, deps: RunDeps, e: JournalEntry) -> None:
     except asyncio.CancelledError:
         if tool_task.done() and not tool_task.cancelled():
             # the tool finished within the grace period: its real outcome is stored first
-            await store_outcome(txn, running, _settle(tool_task, running))
+            await _store_ended(txn, running, tool_task)
         raise
     await store_outcome(txn, running, msg)
+
+
+def _stage_question(txn: ThreadTxn, running: JournalEntry, pause: PauseRun) -> None:
+    """The tool of ``running`` asked ``interrupt(value)``: the call waits for the answer (in
+    the state it ran from), the question is pending."""
+    # a signal, not an error: its traceback (the frame whose ``tool_task`` holds the
+    # exception) would make the run's objects a reference cycle
+    pause.__traceback__ = None
+    waiting = entry_with(running, state=CallState.INTERRUPTED, paused_from=running.paused_from,
+                         updated_at=txn.now())
+    txn.stage(journal=[waiting])
+    raise_question(txn, pause.value, origin="tool", tool_call_id=running.tool_call_id)
+
+
+async def _store_ended(txn: ThreadTxn, running: JournalEntry,
+                       tool_task: asyncio.Future[ToolMessage]) -> None:
+    """Store how the tool of a run that is being cancelled ended: its result, or, when it
+    asked a question, the question, with the thread waiting for its answer (released: the
+    run goes no further). A question is never turned into an error the model is told of:
+    nobody would be asked, and the approved call would never run."""
+    exc = tool_task.exception()
+    if isinstance(exc, PauseRun):
+        _stage_question(txn, running, exc)
+        await txn.commit(status="interrupted", hold_lease=False)
+        return
+    await store_outcome(txn, running, _settle(tool_task, running))
 
 
 def _not_started(txn: ThreadTxn, e: JournalEntry, running: JournalEntry) -> None:
@@ -224,15 +244,15 @@ async def _outcome(txn: ThreadTxn, deps: RunDeps, tool_task: asyncio.Future[Tool
 
 
 def _settle(task: asyncio.Future[ToolMessage], running: JournalEntry) -> ToolMessage:
-    """A finished tool task's message (a handler that raised becomes an error result)."""
+    """A finished tool task's message (a handler that raised becomes an error result; a
+    question is not settled here, see :func:`_store_ended`)."""
     exc = task.exception()
     if exc is None:
         return task.result()
     name = running.effective.name
-    what = "asked a question (interrupt())" if isinstance(exc, PauseRun) else \
-        f"failed: {type(exc).__name__}: {exc}"
     return ToolMessage(tool_call_id=running.tool_call_id, name=name, status="error",
-                       content=f"Tool {name!r} {what} while its run was being cancelled.")
+                       content=f"Tool {name!r} failed: {type(exc).__name__}: {exc} while its "
+                               f"run was being cancelled.")
 
 
 def _finish_later(txn: ThreadTxn, tool_task: asyncio.Future[ToolMessage]) -> None:
@@ -251,8 +271,10 @@ def _finish_later(txn: ThreadTxn, tool_task: asyncio.Future[ToolMessage]) -> Non
                 await asyncio.wait({tool_task})
             if tool_task.cancelled():
                 return
-            msg = _settle(tool_task, entry)
-            await store_outcome(txn, entry, msg)
+            if isinstance(tool_task.exception(), PauseRun):
+                await _store_ended(txn, entry, tool_task)  # the question waits for a person
+                return
+            await store_outcome(txn, entry, _settle(tool_task, entry))
             await txn.commit(status="failed", error="The run was cancelled while a tool ran; "
                              "the tool's result is stored. Recover the thread to continue.",
                              hold_lease=False)
