@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
@@ -254,3 +255,37 @@ def test_a_workers_run_streams_its_model_and_tool_events(tier: dict[str, Any]) -
         ("on_tool_end", "execute_sql")) < seen.index(("on_chain_end", "LangGraph"))
     assert client.threads.get(tid)["status"] == "idle"
     assert _ran(tier["log"]) == [("execute_sql", {"query": "SELECT 8"})]
+
+
+def test_a_run_whose_stream_the_client_left_still_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that stops reading ``runs.stream`` (its UI closed, a ``break``) does not stop
+    the run, and the run's record still learns its end: ``runs.get`` says ``success`` once the
+    tool ran and ``runs.join`` returns, instead of ``running`` for ever."""
+    import time
+
+    release = tmp_path / "release"
+    monkeypatch.setenv("INTERLOCK_TEST_RELEASE", str(release))
+    with langgraph_serve(tmp_path) as (proc, log):
+        client = get_sync_client(url=proc.url + "/langgraph", api_key=ALICE)
+        tid = client.threads.create()["thread_id"]
+        client.runs.wait(tid, "agent", input={"messages": [
+            {"role": "user", "content": "hang SELECT 9"}]})
+        parts = client.runs.stream(tid, "agent", command={"resume": {"decisions": [
+            {"type": "approve"}]}}, stream_mode="values")
+        first = next(iter(parts))
+        assert first.event == "metadata"
+        run_id = first.data["run_id"]
+        del parts  # the client leaves while the tool runs
+        deadline = time.monotonic() + 30
+        while ("hang_sql:started", {"query": "SELECT 9"}) not in _ran(log):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert client.runs.get(tid, run_id)["status"] in ("pending", "running")
+        release.touch()
+        joined = httpx.get(f"{proc.url}/langgraph/threads/{tid}/runs/{run_id}/join",
+                           headers={"x-api-key": ALICE}, timeout=30)  # once the run ended
+        assert joined.status_code == 200, joined.text
+        assert client.runs.get(tid, run_id)["status"] == "success"
+        assert client.threads.get(tid)["status"] == "idle"
+        assert _ran(log).count(("hang_sql", {"query": "SELECT 9"})) == 1

@@ -512,7 +512,8 @@ def build_router(fmt: Format) -> APIRouter:
         ctx = StreamContext(rec, api.assistant, fmt, modes, api.loader(thread_id, caller),
                             seen_messages=accepted, accepted=accepted)
         return StreamingResponse(
-            stream_run(ctx, sub, state, state.sse_keepalive), media_type="text/event-stream",
+            stream_run(ctx, sub, state, state.sse_keepalive, api.runs),
+            media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no",
                      **_run_location(request, rec)})
 

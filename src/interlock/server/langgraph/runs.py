@@ -193,9 +193,11 @@ class StreamContext:
 
 
 async def stream_run(ctx: StreamContext, sub: Subscription | None, state: ServerState,
-                     keepalive: float) -> AsyncIterator[bytes]:
+                     keepalive: float, runs: RunRegistry) -> AsyncIterator[bytes]:
     """The run's SSE stream: ``metadata``, then the requested modes, until the run ends (or,
-    with no subscription, one final snapshot: a run that ended when it was accepted)."""
+    with no subscription, one final snapshot: a run that ended when it was accepted). A client
+    that leaves before the run ends leaves it to ``runs``, which follows it to its end as it
+    follows a background run, so that its status and ``join`` still learn the outcome."""
     try:
         yield sse("metadata", {"run_id": ctx.rec.run_id, "attempt": 1})
         first = await ctx.load()  # the input or the decisions are stored by now
@@ -214,7 +216,10 @@ async def stream_run(ctx: StreamContext, sub: Subscription | None, state: Server
             yield sse("error", ctx.rec.error)
     finally:
         if sub is not None:
-            state.hub.unsubscribe(sub)
+            if ctx.rec.done.is_set():
+                state.hub.unsubscribe(sub)
+            else:  # the client left first: the run goes on, and so does its record
+                runs.follow(ctx.rec, sub, state, ctx.load)
 
 
 async def _follow(ctx: StreamContext, sub: Subscription,
