@@ -107,11 +107,30 @@ class ThreadFacts:
 # -- names ----------------------------------------------------------------------------------
 
 
+_SHOWN_AS_NOTHING = frozenset(
+    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810),
+     *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+"""Default-ignorable code points outside the format and control categories (a combining
+grapheme joiner, Hangul fillers, variation selectors): they show as nothing."""
+
+
+def _visible(text: str) -> str:
+    """``text`` without the characters that show as nothing: control and format characters
+    (zero-width spaces and joiners, soft hyphens, bidi controls, tags, a byte order mark),
+    line and paragraph separators, and the default-ignorable code points above."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(ch for ch in text if ord(ch) not in _SHOWN_AS_NOTHING
+                   and unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp"))
+
+
 def reviewer_key(name: str) -> str:
-    """The form under which reviewer ids are compared: NFKC-normalised, case-folded and
-    stripped, so ``alice``, ``Alice`` and ``ａｌｉｃｅ`` (full-width) are one person (a quorum
-    counts them once; loading tokens or notification reviewers that collide is refused)."""
-    return unicodedata.normalize("NFKC", name).casefold().strip()
+    """The form under which reviewer ids are compared: NFKC-normalised, without characters
+    that show as nothing, case-folded and stripped, so ``alice``, ``Alice``, ``ａｌｉｃｅ``
+    (full-width) and ``al\u200bice`` (a zero-width space inside) are one person (a quorum
+    counts them once; loading tokens or notification reviewers that collide is refused; a
+    reserved name cannot be spelt around)."""
+    return _visible(unicodedata.normalize("NFKC", name)).casefold().strip()
 
 
 def same_reviewer(a: str | None, b: str | None) -> bool:

@@ -1,5 +1,5 @@
-"""One identity for every surface: reviewer ids are compared normalised (NFKC, case-folded),
-so ids that collide are refused when tokens or notification reviewers are loaded and a quorum
+"""One identity for every surface: reviewer ids are compared normalised (NFKC, without
+characters that show as nothing, case-folded), so ids that collide are refused when tokens or notification reviewers are loaded and a quorum
 counts ``alice`` and ``Alice`` once; an expired or removed token stops deciding through Slack
 and e-mail links too, not only through the API."""
 
@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from interlock import (
     ConfigurationError,
@@ -23,6 +25,7 @@ from interlock import (
     Reviewer,
     SqliteCheckpointer,
 )
+from interlock.authz import is_reserved, same_reviewer
 from interlock.notify import NotifyConfig, load_config
 from interlock.notify.email import Link, LinkSigner, call_digest
 from interlock.server import create_app
@@ -42,7 +45,14 @@ def tokens(*entries: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
                           for rid, tok, extra in entries]}
 
 
-@pytest.mark.parametrize("other", ["Alice", "ALICE", "ａｌｉｃｅ", "\uff21lice"])
+INVISIBLE = ["\u200b", "\u00ad", "\u2060", "\ufeff", "\U000e0020", "\u2066", "\u034f",
+             "\u180b", "\ufe0f", "\u200d", "\u202e", "\x07", "\u2028", "\u3164"]
+"""Characters that show as nothing (zero-width, soft hyphen, joiners, tags, bidi controls,
+variation selectors, a control character, a line separator, a Hangul filler)."""
+
+
+@pytest.mark.parametrize("other", ["Alice", "ALICE", "ａｌｉｃｅ", "\uff21lice", "al\u200bice",
+                                   "alice\u00ad", "\u2066alice\u2069", "a\u034flice"])
 def test_token_ids_that_are_one_person_once_normalised_are_refused(other: str) -> None:
     with pytest.raises(ConfigurationError) as err:
         TokenAuth.from_config(tokens(("alice", TOKEN_A, {}), (other, TOKEN_B, {})))
@@ -75,7 +85,8 @@ def test_a_quorum_counts_one_person_once_whatever_the_spelling(tmp_path: Path,
                                    approvals=2))
     assert agent.invoke("clean up", thread_id="q").interrupted
     agent.resume("q", [{"type": "approve"}], reviewer=Reviewer("alice", {"dba"}))
-    for alias in ("Alice", "ＡＬＩＣＥ", " alice "):
+    for alias in ("Alice", "ＡＬＩＣＥ", " alice ", "alice\u200b", "al\u00adice", "alice\u2060",
+                  "alice\ufeff", "alice\U000e0020"):
         with pytest.raises(InvalidDecision, match="already approved"):
             agent.resume("q", [{"type": "approve"}], reviewer=Reviewer(alias, {"dba"}))
     assert executions() == [] and agent.get_thread("q").status == "interrupted"
@@ -93,6 +104,22 @@ def test_self_approval_is_refused_whatever_the_spelling(tmp_path: Path,
     with pytest.raises(NotAuthorized, match="self_approval=False"):
         agent.resume("s", [{"type": "approve"}], reviewer=Reviewer("ALICE"))
     assert executions() == [] and agent.get_thread("s").status == "interrupted"
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.text(st.characters(categories=("L", "N", "P", "S")), min_size=1, max_size=12),
+       hidden=st.lists(st.tuples(st.integers(0, 12), st.sampled_from(INVISIBLE)), max_size=4))
+def test_characters_that_show_as_nothing_do_not_make_another_reviewer(
+        name: str, hidden: list[tuple[int, str]]) -> None:
+    """An id with characters that show as nothing put anywhere in it is the same reviewer
+    (a quorum counts it once, self-approval sees through it), and a reserved name spelt
+    around with them is still reserved."""
+    spelt = name
+    for at, ch in hidden:
+        spelt = spelt[:at] + ch + spelt[at:]
+    assert same_reviewer(name, spelt)
+    assert is_reserved("system:" + name) and is_reserved(
+        "sys" + "".join(ch for _, ch in hidden) + "tem:" + spelt)
 
 
 # -- expired and removed tokens on the channels without bearer tokens -------------------------
