@@ -315,3 +315,61 @@ async def test_each_interrupt_carries_a_schema_of_its_answer() -> None:
         ask = Draft202012Validator(inbox["ask_user"]["response_schema"])
         assert ask.is_valid([{"type": "response", "args": "eu"}])
         assert not ask.is_valid([{"type": "accept", "args": None}])
+
+
+async def test_interrupt_before_is_refused_and_nothing_runs() -> None:
+    """LangGraph's ``interrupt_before`` / ``interrupt_after`` ask for a pause interlock does
+    not make (it pauses by the agent's review policy): refused with 422, nothing stored or
+    run, instead of running the graph without the pause the client asked for. Empty values
+    are no request and pass."""
+    EXECUTED.clear()
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, tokens=TOKENS, langgraph_api=True) as s:
+        c, alice = s.client, {"x-api-key": ALICE}
+        tid = (await c.post("/langgraph/threads", json={}, headers=alice)).json()["thread_id"]
+        run = {"assistant_id": "agent",
+               "input": {"messages": [{"role": "user", "content": "purge"}]}}
+        for asked in ({"interrupt_before": ["tools"]}, {"interrupt_before": "*"},
+                      {"interrupt_after": ["model"]}):
+            r = await c.post(f"/langgraph/threads/{tid}/runs/wait", headers=alice,
+                             json={**run, **asked})
+            assert r.status_code == 422 and r.json()["error"] == "UnsupportedInterrupt", r.text
+        assert EXECUTED == [] and (await c.get(f"/langgraph/threads/{tid}/runs",
+                                               headers=alice)).json() == []
+        r = await c.post(f"/langgraph/threads/{tid}/runs/wait", headers=alice,
+                         json={**run, "interrupt_before": [], "interrupt_after": None})
+        assert r.status_code == 200 and r.json()["__interrupt__"], r.text
+
+
+async def test_runs_are_listed_to_readers_of_their_thread_and_history_pages_end() -> None:
+    """A run refused on a thread created here (it never stored the thread) is listed to the
+    thread's creator only; a thread nobody created is a 404, not an empty list. Paging back
+    through a thread's history ends: there is nothing ``before`` its one state."""
+    from .conftest import BOB
+
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, tokens=TOKENS, langgraph_api=True) as s:
+        c, alice, bob = s.client, {"x-api-key": ALICE}, {"x-api-key": BOB}
+        tid = (await c.post("/langgraph/threads", json={}, headers=alice)).json()["thread_id"]
+        r = await c.post(f"/langgraph/threads/{tid}/runs/wait", headers=alice, json={
+            "assistant_id": "agent", "metadata": {"secret": "alice-only"},
+            "input": {"messages": [{"role": "user", "content": "nul \u0000 here"}]}})
+        assert r.status_code == 422, r.text  # refused by the agent: nothing stored
+        listed = await c.get(f"/langgraph/threads/{tid}/runs", headers=alice)
+        assert [x["metadata"] for x in listed.json()] == [{"secret": "alice-only"}]
+        run_id = listed.json()[0]["run_id"]
+        for path in (f"/langgraph/threads/{tid}/runs",
+                     f"/langgraph/threads/{tid}/runs/{run_id}",
+                     f"/langgraph/threads/{tid}/runs/{run_id}/join"):
+            r = await c.get(path, headers=bob)
+            assert r.status_code == 403 and "alice-only" not in r.text, (path, r.text)
+        r = await c.get("/langgraph/threads/nobody-made-this/runs", headers=alice)
+        assert r.status_code == 404, r.text
+
+        tid, _ = await _paused(c, alice, "sql SELECT 1")
+        first = (await c.post(f"/langgraph/threads/{tid}/history", json={},
+                              headers=alice)).json()
+        assert len(first) == 1
+        older = await c.post(f"/langgraph/threads/{tid}/history", headers=alice,
+                             json={"limit": 10, "before": first[-1]["checkpoint"]})
+        assert older.status_code == 200 and older.json() == []

@@ -123,6 +123,14 @@ class LangGraphAPI:
         except ThreadNotFound:
             return None
 
+    async def check_readable(self, thread_id: str, caller: Identity) -> None:
+        """That ``caller`` may read thread ``thread_id``, stored or created here without a run
+        yet: ``NotAuthorized`` when another's, ``ThreadNotFound`` when there is none (its
+        runs are shown to its readers only)."""
+        if await self.load(thread_id, caller) is None and \
+                self.new_thread(thread_id, caller) is None:
+            raise ThreadNotFound(thread_id)
+
     def loader(self, thread_id: str, caller: Identity) -> LoadState:
         async def load() -> ThreadState:
             return await self.state.agent.aget_thread(thread_id, reviewer=caller.reviewer())
@@ -201,6 +209,8 @@ class RunCreate(_Body):
     stream_mode: str | list[str] = "values"
     metadata: dict[str, Any] | None = None
     if_not_exists: Literal["create", "reject"] | None = None
+    interrupt_before: Any = None
+    interrupt_after: Any = None
 
 
 class StateUpdate(_Body):
@@ -210,6 +220,9 @@ class StateUpdate(_Body):
 
 class History(_Body):
     limit: int = Field(default=10, ge=1)
+    before: Any = None
+    """States before this checkpoint: interlock keeps a thread's current state only, so none
+    (a client paging back through the history stops after the first page)."""
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -263,6 +276,13 @@ async def _plan(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCr
                 explicit: bool) -> tuple[Plan | None, str | None]:
     """What the run does: resume (a plan) or start with a message (its text)."""
     api.check_assistant(body.assistant_id)
+    for name in ("interrupt_before", "interrupt_after"):
+        if getattr(body, name):  # a client that asks to pause is never run without the pause
+            raise _unsupported(
+                "UnsupportedInterrupt",
+                f"{name} is not supported: interlock pauses a run for review by the agent's "
+                f"own policy (HumanInTheLoop's InterruptOn per tool), not at graph nodes a "
+                f"client names. Nothing was run; send the run without {name}.")
     current = await api.load(thread_id, caller)
     created = api.new_thread(thread_id, caller) if current is None else None
     if current is None and explicit and created is None \
@@ -462,7 +482,9 @@ def build_router(fmt: Format) -> APIRouter:
         current = await api.load(thread_id, caller)
         if current is None and api.new_thread(thread_id, caller) is None:
             raise ThreadNotFound(thread_id)
-        return JSONResponse([state_json(current, fmt)] if current is not None else [])
+        if current is None or (body is not None and body.before):
+            return JSONResponse([])
+        return JSONResponse([state_json(current, fmt)])
 
     @router.post("/threads/{thread_id}/state", tags=["threads"])
     async def update_thread_state(api: API, caller: Caller, thread_id: str,
@@ -550,7 +572,7 @@ def build_router(fmt: Format) -> APIRouter:
 
     @router.get("/threads/{thread_id}/runs", tags=["runs"])
     async def list_runs(api: API, caller: Caller, thread_id: str) -> JSONResponse:
-        await api.load(thread_id, caller)  # runs of a thread are shown to its readers only
+        await api.check_readable(thread_id, caller)
         return JSONResponse([r.to_json() for r in api.runs.of_thread(thread_id)])
 
     def _run(api: LangGraphAPI, thread_id: str, run_id: str) -> RunRecord:
@@ -564,12 +586,12 @@ def build_router(fmt: Format) -> APIRouter:
     @router.get("/threads/{thread_id}/runs/{run_id}", tags=["runs"])
     async def get_run(api: API, caller: Caller, thread_id: str,
                       run_id: str) -> dict[str, Any]:
-        await api.load(thread_id, caller)
+        await api.check_readable(thread_id, caller)
         return _run(api, thread_id, run_id).to_json()
 
     @router.get("/threads/{thread_id}/runs/{run_id}/join", tags=["runs"])
     async def join_run(api: API, caller: Caller, thread_id: str, run_id: str) -> JSONResponse:
-        await api.load(thread_id, caller)
+        await api.check_readable(thread_id, caller)
         rec = _run(api, thread_id, run_id)
         await rec.done.wait()
         return JSONResponse(await _values(api, caller, thread_id, fmt))
