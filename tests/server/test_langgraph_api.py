@@ -373,3 +373,26 @@ async def test_runs_are_listed_to_readers_of_their_thread_and_history_pages_end(
         older = await c.post(f"/langgraph/threads/{tid}/history", headers=alice,
                              json={"limit": 10, "before": first[-1]["checkpoint"]})
         assert older.status_code == 200 and older.json() == []
+
+
+async def test_creating_a_thread_that_exists_is_a_conflict_unless_asked_otherwise() -> None:
+    """``threads.create(thread_id=...)`` of a thread that exists is 409 ``ThreadExists`` (the
+    SDK's default ``if_exists="raise"``), also while it has had no run yet; with
+    ``do_nothing`` it is returned as it is (its metadata unchanged)."""
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, tokens=TOKENS, langgraph_api=True) as s:
+        c, alice = s.client, {"x-api-key": ALICE}
+        made = await c.post("/langgraph/threads", headers=alice,
+                            json={"thread_id": "t-new", "metadata": {"v": 1}})
+        assert made.status_code == 200, made.text
+        again = await c.post("/langgraph/threads", headers=alice,
+                             json={"thread_id": "t-new", "metadata": {"v": 2}})
+        assert again.status_code == 409 and again.json()["error"] == "ThreadExists"
+        same = await c.post("/langgraph/threads", headers=alice, json={
+            "thread_id": "t-new", "metadata": {"v": 3}, "if_exists": "do_nothing"})
+        assert same.status_code == 200 and same.json()["metadata"]["v"] == 1, same.text
+        await c.post("/langgraph/threads/t-new/runs/wait", headers=alice, json={
+            "assistant_id": "agent", "input": {"messages": [{"role": "user",
+                                                             "content": "hello"}]}})
+        stored = await c.post("/langgraph/threads", headers=alice, json={"thread_id": "t-new"})
+        assert stored.status_code == 409 and stored.json()["error"] == "ThreadExists"

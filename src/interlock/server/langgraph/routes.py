@@ -446,7 +446,12 @@ def build_router(fmt: Format) -> APIRouter:
             raise ApiError(409, "ThreadExists",
                            f"Thread {thread_id!r} already exists; pass if_exists='do_nothing' "
                            f"to get it, or use another thread_id.")
-        api.new_thread(thread_id, caller)  # another reviewer's: NotAuthorized
+        if api.new_thread(thread_id, caller) is not None:  # another reviewer's: NotAuthorized
+            if body.if_exists == "do_nothing":  # created here, no run yet: it exists too
+                return api.new_json(thread_id)
+            raise ApiError(409, "ThreadExists",
+                           f"Thread {thread_id!r} already exists (created, no run yet); pass "
+                           f"if_exists='do_nothing' to get it, or use another thread_id.")
         if body.metadata:
             api.state.limits.json_value("metadata", body.metadata, "max_answer_bytes",
                                         api.state.limits.max_answer_bytes)
