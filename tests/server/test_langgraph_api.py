@@ -396,3 +396,26 @@ async def test_creating_a_thread_that_exists_is_a_conflict_unless_asked_otherwis
                                                              "content": "hello"}]}})
         stored = await c.post("/langgraph/threads", headers=alice, json={"thread_id": "t-new"})
         assert stored.status_code == 409 and stored.json()["error"] == "ThreadExists"
+
+
+async def test_the_state_at_the_latest_checkpoint_is_the_state() -> None:
+    """``threads.get_state(checkpoint_id=...)`` and ``get_state(checkpoint={...})`` (the SDK's
+    ``GET /state/{id}`` and ``POST /state/checkpoint``) at the thread's latest checkpoint
+    give its state; at any other, a 404 that says only the current state is kept."""
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, tokens=TOKENS, langgraph_api=True) as s:
+        c, alice = s.client, {"x-api-key": ALICE}
+        tid, _ = await _paused(c, alice, "sql SELECT 1")
+        state = (await c.get(f"/langgraph/threads/{tid}/state", headers=alice)).json()
+        head = state["checkpoint"]["checkpoint_id"]
+        at = await c.get(f"/langgraph/threads/{tid}/state/{head}", headers=alice)
+        assert at.status_code == 200 and at.json() == state, at.text
+        at = await c.post(f"/langgraph/threads/{tid}/state/checkpoint", headers=alice,
+                          json={"checkpoint": state["checkpoint"]})
+        assert at.status_code == 200 and at.json() == state, at.text
+        for old in (state["parent_checkpoint"]["checkpoint_id"], "nope"):
+            r = await c.get(f"/langgraph/threads/{tid}/state/{old}", headers=alice)
+            assert r.status_code == 404 and r.json()["error"] == "CheckpointNotFound", r.text
+            assert head in r.json()["message"]
+        r = await c.get(f"/langgraph/threads/no-such-thread/state/{head}", headers=alice)
+        assert r.status_code == 404 and r.json()["error"] == "ThreadNotFound", r.text

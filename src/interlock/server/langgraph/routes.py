@@ -218,6 +218,10 @@ class StateUpdate(_Body):
     as_node: str | None = None
 
 
+class StateAt(_Body):
+    checkpoint: dict[str, Any]
+
+
 class History(_Body):
     limit: int = Field(default=10, ge=1)
     before: Any = None
@@ -471,15 +475,42 @@ def build_router(fmt: Format) -> APIRouter:
             return api.new_json(thread_id)
         raise ThreadNotFound(thread_id)
 
-    @router.get("/threads/{thread_id}/state", tags=["threads"])
-    async def get_thread_state(api: API, caller: Caller, thread_id: str) -> dict[str, Any]:
+    async def _state(api: LangGraphAPI, caller: Identity, thread_id: str,
+                     checkpoint_id: str | None = None) -> dict[str, Any]:
+        """The thread's state; with ``checkpoint_id``, only if that is its latest checkpoint
+        (interlock keeps a thread's current state only)."""
         current = await api.load(thread_id, caller)
         if current is not None:
-            return state_json(current, fmt)
-        new = api.new_thread(thread_id, caller)
-        if new is not None:
-            return empty_state_json(thread_id, new.created_at)
-        raise ThreadNotFound(thread_id)
+            out = state_json(current, fmt)
+        else:
+            new = api.new_thread(thread_id, caller)
+            if new is None:
+                raise ThreadNotFound(thread_id)
+            out = empty_state_json(thread_id, new.created_at)
+        head = out["checkpoint"]["checkpoint_id"]
+        if checkpoint_id is not None and checkpoint_id != head:
+            raise ApiError(404, "CheckpointNotFound",
+                           f"Thread {thread_id!r} has no state at checkpoint {checkpoint_id!r}: "
+                           f"interlock keeps each thread's current state only (its latest "
+                           f"checkpoint is {head!r}); read the state without a checkpoint.")
+        return out
+
+    @router.get("/threads/{thread_id}/state", tags=["threads"])
+    async def get_thread_state(api: API, caller: Caller, thread_id: str) -> dict[str, Any]:
+        return await _state(api, caller, thread_id)
+
+    @router.get("/threads/{thread_id}/state/{checkpoint_id}", tags=["threads"])
+    async def get_thread_state_at(api: API, caller: Caller, thread_id: str,
+                                  checkpoint_id: str) -> dict[str, Any]:
+        return await _state(api, caller, thread_id, checkpoint_id)
+
+    @router.post("/threads/{thread_id}/state/checkpoint", tags=["threads"])
+    async def get_thread_state_at_checkpoint(api: API, caller: Caller, thread_id: str,
+                                             body: StateAt) -> dict[str, Any]:
+        given = body.checkpoint.get("checkpoint_id")
+        if not isinstance(given, str) or not given:
+            raise _unsupported("InvalidCheckpoint", "checkpoint must carry a checkpoint_id.")
+        return await _state(api, caller, thread_id, given)
 
     @router.post("/threads/{thread_id}/history", tags=["threads"])
     async def thread_history(api: API, caller: Caller, thread_id: str,
