@@ -30,7 +30,7 @@ The model (see docs/security.md):
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,18 +183,23 @@ def may_decide(reviewer: Reviewer | None, reviewers: Sequence[str] | None) -> bo
     return bool(set(reviewers) & reviewer.roles)
 
 
+def _check_roles(reviewer: Reviewer | None, roles: Sequence[str] | None,
+                 refusal: Callable[[str, str], str]) -> None:
+    """``NotAuthorized`` with ``refusal(who, roles)`` unless ``reviewer`` holds one of
+    ``roles`` (:func:`may_decide`)."""
+    if not may_decide(reviewer, roles):
+        assert reviewer is not None and roles is not None
+        raise NotAuthorized(refusal(reviewer.describe(), ", ".join(roles)))
+
+
 def check_decision(thread_id: str, reviewer: Reviewer | None, call: CallPolicy,
                    target: ToolPolicy | None = None) -> None:
     """Deciding ``call``; with ``target`` (an edit into another tool) that tool's policy too."""
     if reviewer is not None:
         check_name(reviewer.id)
-    if not may_decide(reviewer, call.reviewers):
-        assert reviewer is not None and call.reviewers is not None
-        raise NotAuthorized(
-            f"Reviewer {reviewer.describe()} may not decide call {call.tool_call_id!r} "
-            f"({call.name}) on thread {thread_id!r}; it needs one of the roles: "
-            f"{', '.join(call.reviewers)}. Nothing was changed."
-        )
+    _check_roles(reviewer, call.reviewers, lambda who, roles: (
+        f"Reviewer {who} may not decide call {call.tool_call_id!r} ({call.name}) on thread "
+        f"{thread_id!r}; it needs one of the roles: {roles}. Nothing was changed."))
     if target is None or target.name == call.name:
         return
     if not target.allows_approve:
@@ -204,14 +209,10 @@ def check_decision(thread_id: str, reviewer: Reviewer | None, call: CallPolicy,
             f"'approve', so no edit can make it run. Edit the arguments of {call.name!r} "
             f"instead, or reject the call. Nothing was changed."
         )
-    if not may_decide(reviewer, target.reviewers):
-        assert reviewer is not None and target.reviewers is not None
-        raise NotAuthorized(
-            f"Reviewer {reviewer.describe()} may not edit call {call.tool_call_id!r} "
-            f"({call.name}) on thread {thread_id!r} into tool {target.name!r}: calls of "
-            f"{target.name!r} need one of the roles: {', '.join(target.reviewers)}. "
-            f"Nothing was changed."
-        )
+    _check_roles(reviewer, target.reviewers, lambda who, roles: (
+        f"Reviewer {who} may not edit call {call.tool_call_id!r} ({call.name}) on thread "
+        f"{thread_id!r} into tool {target.name!r}: calls of {target.name!r} need one of the "
+        f"roles: {roles}. Nothing was changed."))
 
 
 def check_remember(thread_id: str, reviewer: Reviewer | None, call: CallPolicy,
@@ -221,15 +222,11 @@ def check_remember(thread_id: str, reviewer: Reviewer | None, call: CallPolicy,
     A reviewer who may decide this call only because it was escalated to them may approve it,
     but not remember the approval."""
     for policy in tool:
-        if not may_decide(reviewer, policy.reviewers):
-            assert reviewer is not None and policy.reviewers is not None
-            raise NotAuthorized(
-                f"Reviewer {reviewer.describe()} may approve call {call.tool_call_id!r} "
-                f"({call.name}) on thread {thread_id!r} but not remember the approval: "
-                f"remembering approves the later {call.name!r} calls of the thread, and those "
-                f"need one of the roles: {', '.join(policy.reviewers)}. Approve without "
-                f"'remember'. Nothing was changed."
-            )
+        _check_roles(reviewer, policy.reviewers, lambda who, roles: (
+            f"Reviewer {who} may approve call {call.tool_call_id!r} ({call.name}) on thread "
+            f"{thread_id!r} but not remember the approval: remembering approves the later "
+            f"{call.name!r} calls of the thread, and those need one of the roles: {roles}. "
+            f"Approve without 'remember'. Nothing was changed."))
 
 
 def check_cancel(reviewer: Reviewer | None, facts: ThreadFacts) -> None:
