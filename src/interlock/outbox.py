@@ -51,6 +51,9 @@ class NoticeCall(BaseModel):
     """The tool that will run (the edited one after an edit)."""
     args: dict[str, Any]
     """The arguments it will run with (the edited ones after an edit)."""
+    revision: int | None = None
+    """The revision of the call shown (1 until an edit); ``None`` in events stored before
+    revisions were named. A link or button decides this revision only."""
     description: str = ""
     allowed_decisions: list[str] = Field(default_factory=list)
     reviewers: list[str] | None = None

@@ -58,7 +58,8 @@ def notice_calls(review: Interrupt, journal: Mapping[str, JournalEntry],
         if e is not None and e.state != CallState.PENDING_REVIEW:
             name, args = e.exec_name or e.name, e.exec_args if e.exec_args is not None else args
         out.append(NoticeCall(
-            tool_call_id=a.tool_call_id, name=name, args=args, description=a.description,
+            tool_call_id=a.tool_call_id, name=name, args=args, revision=c.revision,
+            description=a.description,
             allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,
             approvals_required=c.approvals_required,
             approvals=[NoticeApproval(by=a.by, at=a.at) for a in c.approved_by or []],

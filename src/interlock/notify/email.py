@@ -1,14 +1,14 @@
 """E-mail: one message per request to each reviewer of its roles, with signed decision links.
 
-A link names one reviewer, one call and the exact call it was sent for (a digest of the tool
-and arguments), and expires after ``link_ttl`` seconds. Its signed token is in the URL's
-fragment (``/notify/email#<token>``), which browsers do not send: opening the link loads a
-confirmation page whose script posts the token in a request body, so the token is in no
-server's or proxy's log, and a mail scanner that fetches the link has nothing to log or use.
-Opening it only shows what it is for; the decision is the page's second ``POST``, which goes
-through the same decision path as every other surface. A link works once: afterwards the call
-is decided, or this reviewer's approval is already counted, or the call changed (an edit), and
-the link is refused.
+A link names one reviewer, one call and the exact call it was sent for (a digest of the tool,
+the arguments and the call's revision), and expires after ``link_ttl`` seconds. Its signed
+token is in the URL's fragment (``/notify/email#<token>``), which browsers do not send:
+opening the link loads a confirmation page whose script posts the token in a request body,
+so the token is in no server's or proxy's log, and a mail scanner that fetches the link has
+nothing to log or use. Opening it only shows what it is for; the decision is the page's
+second ``POST``, which goes through the same decision path as every other surface. A link
+works once: afterwards the call is decided, or this reviewer's approval is already counted,
+or the call changed (an edit), and the link is refused.
 """
 
 from __future__ import annotations
@@ -30,10 +30,20 @@ from .dispatcher import DeliveryFailed
 from .render import call_lines, visible
 
 
-def call_digest(name: str, args: dict[str, Any]) -> str:
-    """Identifies the exact call a link or button was made for."""
-    canon = canonical_json([name, args])
+def call_digest(name: str, args: dict[str, Any], revision: int | None = None) -> str:
+    """Identifies the exact call a link or button was made for: its tool, its arguments and
+    its revision, so that a call edited away and back again (revision 3 with the tool and
+    arguments of revision 1) is not taken for the revision the message showed.
+    ``revision=None`` gives the digest of messages sent before revisions were named, which
+    stand for revision 1 only (as a decision that names no revision does)."""
+    canon = canonical_json([name, args] if revision is None else [name, args, revision])
     return hashlib.sha256(canon.encode()).hexdigest()[:32]
+
+
+def shown_digests(name: str, args: dict[str, Any], revision: int) -> tuple[str, ...]:
+    """The digests a link or button for this revision of a call may carry."""
+    current = call_digest(name, args, revision)
+    return (current, call_digest(name, args)) if revision == 1 else (current,)
 
 
 class LinkRefused(InterlockError):
@@ -122,7 +132,8 @@ class EmailChannel:
     def link_url(self, event: OutboxEvent, call: NoticeCall, person: Person) -> str:
         token = self.signer.make(Link(
             event.notice.thread_id, event.notice.interrupt_id, call.tool_call_id, person.id,
-            call_digest(call.name, call.args), self._clock() + self.settings.link_ttl))
+            call_digest(call.name, call.args, call.revision),
+            self._clock() + self.settings.link_ttl))
         # the token in the fragment: browsers do not send it, so no server or proxy logs it
         return f"{self.config.public_url}/notify/email#{token}"
 

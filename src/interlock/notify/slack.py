@@ -90,7 +90,8 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> l
     if call.state != "pending_review" or not n.pending:
         return blocks
     value = json.dumps({"t": n.thread_id, "i": n.interrupt_id, "c": call.tool_call_id,
-                        "d": call_digest(call.name, call.args)}, separators=(",", ":"))
+                        "d": call_digest(call.name, call.args, call.revision)},
+                       separators=(",", ":"))
     url = config.request_url(n.thread_id)
     buttons = []
     for d in call.allowed_decisions:

@@ -29,7 +29,7 @@ from ..errors import InterlockError, NotAuthorized
 from ..interrupts import Interrupt
 from ..notify import retry_event
 from ..notify.config import NotifyConfig, Person
-from ..notify.email import Link, LinkRefused, LinkSigner, call_digest
+from ..notify.email import Link, LinkRefused, LinkSigner, shown_digests
 from ..notify.render import args_text, path_lines, visible
 from ..outbox import OutboxEvent
 from ..review_request import read_request
@@ -204,7 +204,7 @@ async def _current_call(state: ServerState, thread_id: str, interrupt_id: str, c
                        "expired). Open the thread in the inbox to see what happened.")
     for a, c in read_request(review.value).pairs():
         if a.tool_call_id == call_id:
-            if call_digest(a.name, a.args) != digest:
+            if digest not in shown_digests(a.name, a.args, c.revision):
                 raise ApiError(409, "CallChanged",
                                "The call was edited since this message was sent; open the "
                                "request in the inbox to see the call that would run now.")
