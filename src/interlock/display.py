@@ -363,6 +363,16 @@ def escape_hidden(text: str) -> str:
         lambda m: m.group() if m.lastgroup == "emoji" else escape(m.group()), text)
 
 
+def call_texts(name: str, description: str | None, args: Any, *more: str) -> list[str]:
+    """The texts of a call that a reviewer is shown, for :func:`inspect`: the tool's name, the
+    description as the card shows it (:func:`shown_description`: not the default
+    description's copy of the arguments, so a hidden character of an argument is counted
+    once, as it is shown once) and every string of the arguments."""
+    shown = shown_description(description or "", name, args) \
+        if isinstance(args, dict) else description or ""
+    return [name, shown, *more, *strings(args)]
+
+
 def shown_description(description: str, name: str, args: dict[str, Any]) -> str:
     """A request's description without what the card shows right below it anyway: the default
     description's ``Tool: NAME / Args: ...`` lines, and a trailing argument text ("The agent

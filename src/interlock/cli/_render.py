@@ -121,9 +121,9 @@ def args_block(args: dict[str, Any]) -> RenderableType:
     return grid
 
 
-def warning_lines(*values: Any) -> list[RenderableType]:
-    """The visible warning for a request whose texts hide something (none if clean)."""
-    found = display.inspect(s for v in values for s in display.strings(v))
+def warning_lines(name: str, description: str | None, args: Any) -> list[RenderableType]:
+    """The visible warning for a call whose texts hide something (none if clean)."""
+    found = display.inspect(display.call_texts(name, description, args))
     return [Text.assemble(("⚠ ", "bold red"), (line, "red"))
             for line in display.warnings(found)]
 
@@ -333,7 +333,9 @@ def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
         parts.extend(path_lines(a.path))
         parts.append(Text.assemble(("tool ", "bold"), (display.one_line(a.name), "bold cyan"),
                                    (f"   call {display.one_line(a.tool_call_id)}", "dim")))
-        parts.append(Text(display.visible(a.description)))
+        description = display.shown_description(a.description or "", a.name, a.args)
+        if description:  # not the default description's copy of the arguments shown below
+            parts.append(Text(display.visible(description)))
         parts.append(args_block(a.args))
         info = [f"allowed: {', '.join(c.allowed_decisions)}"]
         if c.reviewers:

@@ -34,7 +34,7 @@ def warning_lines(calls: Iterable[NoticeCall]) -> list[str]:
     scripts, padding); empty when nothing was found."""
     texts: list[str] = []
     for c in calls:
-        texts += [c.name, c.description, *display.strings(c.args)]
+        texts += display.call_texts(c.name, c.description, c.args)
     return display.warnings(display.inspect(texts))
 
 

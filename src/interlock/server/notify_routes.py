@@ -316,7 +316,7 @@ async def email_view(request: Request, state: State) -> JSONResponse:
     except (LinkRefused, ApiError) as exc:
         return _refusal(exc)
     found = display.warnings(display.inspect(
-        [action.name, action.description, *display.strings(action.args)]))
+        display.call_texts(action.name, action.description, action.args)))
     description = display.shown_description(action.description or "", action.name,
                                              action.args)
     return _answer(

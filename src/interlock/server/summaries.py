@@ -115,7 +115,7 @@ def pending_summary(intr: Interrupt) -> PendingSummary:
                 allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,
                 expires_at=c.expires_at, reason=a.reason, risk=_risk(a.name, a.description),
                 display_warnings=display.warnings(display.inspect(
-                    [a.name, a.description, *display.strings(a.args)])),
+                    display.call_texts(a.name, a.description, a.args))),
                 path=a.path)
             for a, c in read_request(intr.value).pairs()
         ]

@@ -180,7 +180,7 @@ def warnings_of(p: Pending) -> list[str]:
         return display.warnings(display.inspect(display.strings(jsonable(p.interrupt.value))))
     a = p.action
     return display.warnings(display.inspect(
-        [a.name, a.description, a.reason or "", *display.strings(jsonable(a.args))]))
+        display.call_texts(a.name, a.description, jsonable(a.args), a.reason or "")))
 
 
 def _shown(value: Any) -> Any:
