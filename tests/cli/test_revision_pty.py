@@ -46,7 +46,9 @@ def test_terminal_approval_of_a_stale_panel_is_refused(tmp_path: Path,
             reviewer=Reviewer("gina", frozenset({"finance"})))
         rows = len(agent.audit("t"))
         child.send("a")
-        child.expect(words("Approve pay? It runs at once."))
+        # pay needs two approvals: frank's, as shown, would be the first
+        child.expect(words("Approve pay? This is approval 1 of 2: it runs once 1 more "
+                           "reviewer approves."))
         child.send("y")
         child.expect(words("'gina' edited the call since then: revision 2"))
         assert executions() == [] and len(agent.audit("t")) == rows

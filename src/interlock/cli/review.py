@@ -21,7 +21,7 @@ from rich.text import Text
 
 from .. import display
 from ..agent import Agent, ThreadState
-from ..authz import Reviewer, ThreadFacts, may_post
+from ..authz import Reviewer, ThreadFacts, may_post, same_reviewer
 from ..errors import (
     InterlockError,
     InterruptConflict,
@@ -76,6 +76,9 @@ EDIT_HELP = [
 
 CONFIRM_KEYS = [("y", "send this edit"), ("e", "edit again"), ("n", "discard the edit")]
 RUN_KEYS = [("y", "yes, run it"), ("n", "no")]
+COUNT_KEYS = [("y", "yes, approve"), ("n", "no")]
+WAITS = "approved (waiting for other reviewers)"
+"""A session's tally of approvals that did not yet make the call run."""
 REMEMBER_KEYS = [("y", "yes, approve and remember"), ("n", "no")]
 AFTER_KEYS = [("f", "send the agent a follow-up message"), ("n", "next request")]
 
@@ -152,10 +155,16 @@ class ReviewSession:
                 req = read_request(intr.value)
                 total = len(req.action_requests)
                 for n, (a, c) in enumerate(req.pairs(), start=1):
-                    items.append(Item(state, intr, a, c, n, total))
+                    if not self.approved_already(c):
+                        items.append(Item(state, intr, a, c, n, total))
             else:
                 items.append(Item(state, intr))
         return [i for i in items if i.key not in self.skipped and self.wanted(i)]
+
+    def approved_already(self, config: ReviewConfig) -> bool:
+        """This reviewer's approval of the call is counted; it waits for other reviewers (a
+        second approval by the same person would be refused), so it is not shown again."""
+        return any(same_reviewer(a.by, self.reviewer.id) for a in config.approved_by or [])
 
     def wanted(self, item: Item) -> bool:
         tools = self.filters.tool
@@ -180,7 +189,8 @@ class ReviewSession:
                 req = read_request(intr.value)
                 n += sum(item_key(rec.thread_id, intr.id, a.tool_call_id) not in self.skipped
                          and (not self.filters.tool or a.name in self.filters.tool)
-                         for a in req.action_requests)
+                         and not self.approved_already(c)
+                         for a, c in req.pairs())
         return n
 
     def threads(self) -> Iterator[ThreadRecord]:
@@ -279,9 +289,11 @@ class ReviewSession:
         self.show(item)
         allowed = set(item.config.allowed_decisions) if item.config else {"respond"}
         keys = [(k, label) for k, label, need in KEYS if need is None or need in allowed]
-        if (item.config is not None and not item.config.allow_remember) or (
+        if (item.config is not None and (not item.config.allow_remember
+                                         or item.config.approvals_required > 1)) or (
                 item.request is not None and item.request.reason == "outcome_unknown"):
-            # the policy forbids it; or the call may have run before (remembering it would
+            # the policy forbids it, or the call needs several approvals (a standing rule
+            # would skip the others); or the call may have run before (remembering it would
             # let later calls of the tool run unseen)
             keys = [(k, label) for k, label in keys if k != "m"]
         while True:
@@ -361,11 +373,13 @@ class ReviewSession:
             if item.request is None:
                 return self.answer_question(item)
             if key == "a":
+                more = self.approvals_after_mine(item)
                 if not self.confirm_run(item, Text.assemble(
                         "Approve ", (display.one_line(item.request.name), "bold"),
-                        "? It runs at once."), RUN_KEYS):
+                        "? " + (self.quorum_text(item, more) if more else "It runs at once.")),
+                        RUN_KEYS if not more else COUNT_KEYS):
                     return "back"
-                return self.submit(item, {"type": "approve"}, "approved")
+                return self.submit(item, {"type": "approve"}, WAITS if more else "approved")
             if key == "m":
                 name = display.one_line(item.request.name)
                 if not self.confirm_run(item, Text.assemble(
@@ -395,6 +409,21 @@ class ReviewSession:
             self.console.print("(back)", style="dim")
             return "back"
         return "back"
+
+    @staticmethod
+    def approvals_after_mine(item: Item) -> int:
+        """How many more approvals the call needs after this reviewer's (0: it runs)."""
+        if item.config is None:
+            return 0
+        return max(0, item.config.approvals_required - len(item.config.approved_by or []) - 1)
+
+    @staticmethod
+    def quorum_text(item: Item, more: int) -> str:
+        assert item.config is not None
+        mine = len(item.config.approved_by or []) + 1
+        return (f"This is approval {mine} of {item.config.approvals_required}: it runs once "
+                f"{more} more reviewer{'s' if more != 1 else ''} approve"
+                f"{'s' if more == 1 else ''}.")
 
     def confirm_run(self, item: Item, question: Text, keys: list[tuple[str, str]]) -> bool:
         """A call of a tool not declared read-only runs only after a yes (as in the web
@@ -537,9 +566,13 @@ class ReviewSession:
 
     def report(self, item: Item, result: RunResult, verb: str) -> None:
         what = display.one_line(item.request.name) if item.request else "question"
-        self.console.print(Text.assemble(("✔ ", "green"), (verb, "bold green"),
-                                         (f" {what}", "")))
-        if result.status == "completed":
+        waits = verb == WAITS
+        self.console.print(Text.assemble(("✔ ", "green"), ("approved" if waits else verb,
+                                                            "bold green"), (f" {what}", "")))
+        if waits and any(i.id == item.interrupt.id for i in result.interrupts):
+            self.console.print(Text("your approval is counted; the call runs when the other "
+                                    "approvals it needs are given", style="dim"))
+        elif result.status == "completed":
             self.console.print(Text.assemble(
                 ("thread ", "dim"), (display.one_line(item.thread_id), "bold"),
                 (" completed: ", "dim"),

@@ -612,10 +612,17 @@ function reviewCard(t, intr, action, config, tool) {
       confirmBox.hidden = true;
       if (keepPanel && back && back.isConnected) back.focus();
     };
-    const yes = keyButton("Yes, run it", "Enter", { class: "btn approve confirm-yes",
+    const counts = decision.type === "approve" && (config.approvals || 1) - (config.approved_by || []).length > 1;
+    const yes = keyButton(counts ? "Yes, approve" : "Yes, run it", "Enter", { class: "btn approve confirm-yes",
       onclick: () => { confirmBox.hidden = true; decide(decision, errEl); } });
+    // an approval that leaves the call waiting for others says so: nothing runs yet
+    const needed = config.approvals || 1;
+    const given = (config.approved_by || []).length;
+    const more = decision.type === "approve" ? Math.max(0, needed - given - 1) : 0;
     clear(confirmBox).append(
-      h("p", {}, ...question, " It runs at once."),
+      h("p", {}, ...question, more
+        ? ` This is approval ${given + 1} of ${needed}: it runs once ${more} more reviewer${more === 1 ? " approves" : "s approve"}.`
+        : " It runs at once."),
       h("div", { class: "actions" }, yes, keyButton("No", "Esc", { class: "btn ghost confirm-no", onclick: no })));
     confirmBox.hidden = false;
     confirmBox.cancel = no;
@@ -796,7 +803,8 @@ function reviewCard(t, intr, action, config, tool) {
     action.reason === "outcome_unknown" ? h("p", { class: "outcome-unknown", role: "note" },
       h("strong", {}, "Outcome unknown: "), "this call may already have run before the process "
       + "stopped. Check by hand before approving it again.") : null,
-    warningEl([action.name, action.description || "", ...strings(action.args)]),
+    // the description as shown: a hidden character of an argument counts once, as shown once
+    warningEl([action.name, description || "", ...strings(action.args)]),
     pathEl(action.path),
     description ? codeSpans(textEl(description, { lines: 8, attrs: { class: "desc" } })) : null,
     tool && tool.description ? codeSpans(textEl(tool.description, { tag: "p", lines: 6, attrs: { class: "tool-doc" } })) : null,
