@@ -151,7 +151,10 @@ def _parse_one(
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'decision'}: {e['msg']}" for e in exc.errors()
         )
-        extra = " ('remember' is only allowed with 'approve')" if "remember" in raw else ""
+        extra = ""
+        if "remember" in raw:  # the one value approve takes, or the types that take none
+            extra = (" ('remember' takes one value: \"thread\", for this thread)"
+                     if dtype == "approve" else " ('remember' is only allowed with 'approve')")
         for word, field in _FIELD_SYNONYMS.items():
             if word in raw and field in _MODELS[dtype].model_fields:
                 extra += f" (did you mean {field!r} instead of {word!r}?)"

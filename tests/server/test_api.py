@@ -22,6 +22,7 @@ from interlock import (
     ThreadInterrupted,
 )
 from interlock.errors import IN_MEMORY_NOTE
+from interlock.server.errors import http_terms
 from interlock.storage.base import ThreadSnapshot
 
 from .conftest import Server, eventually, running, sse
@@ -248,7 +249,7 @@ async def test_post_message_continues_a_thread_and_409_while_waiting(local: Serv
     assert result["status"] == "interrupted"
     r = await local.client.post("/api/threads/t1/messages", json={"message": "another"})
     ids = [i["id"] for i in result["interrupts"]]
-    assert_error(r, 409, "ThreadInterrupted", str(ThreadInterrupted("t1", ids)))
+    assert_error(r, 409, "ThreadInterrupted", http_terms(ThreadInterrupted("t1", ids)))
 
 
 async def test_thread_busy_is_409(local: Server) -> None:
@@ -371,7 +372,7 @@ async def test_stale_interrupt_and_no_pending_are_409(local: Server) -> None:
         await local.agent.aresume("t1", [{"type": "approve"}], interrupt_id=intr["id"])
     assert_error(again, 409, type(lib.value).__name__, str(lib.value))
     plain = await decide(local, "t1", [{"type": "approve"}])
-    assert_error(plain, 409, "NoPendingInterrupt", str(NoPendingInterrupt("t1")))
+    assert_error(plain, 409, "NoPendingInterrupt", http_terms(NoPendingInterrupt("t1")))
     assert len(EXECUTED) == 1
 
 

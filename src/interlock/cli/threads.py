@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import shlex
 
 import click
 from rich.panel import Panel
@@ -60,8 +61,12 @@ def threads(agent: Agent, status: str | None, limit: int, as_json: bool) -> None
     # a sub-agent's thread waits through its parent, which shows its requests
     waiting = sum(1 for r in rows if r.status == "interrupted" and r.parent is None)
     if waiting and status != "interrupted":
+        spec = click.get_current_context().params.get("agent_spec")
+        agent_arg = shlex.quote(spec) if spec else "MODULE:AGENT"
         console.print(f"{waiting} thread(s) wait for a decision: review them with "
-                      f"`interlock review`.", style="dim")
+                      f"`interlock review --agent {agent_arg} --reviewer YOUR_ID`"
+                      + ("" if spec else " (the agent whose tools run the calls)") + ".",
+                      style="dim")
 
 
 @click.command("show", short_help="Show a thread: conversation, pending requests, calls.")

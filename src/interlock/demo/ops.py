@@ -204,7 +204,7 @@ def make_policy(sample_db: Path) -> HumanInTheLoop:
     def describe_sql(call: ToolCall, turn: ModelTurn) -> str:
         query = str(call.args.get("query", ""))
         impact = estimate_impact(sample_db, query)
-        text = "🚨 This SQL statement changes data and needs DBA approval."
+        text = "🚨 This SQL statement changes data: it runs only once a reviewer approves it."
         return f"{text}\n{impact}" if impact else text
 
     def describe_email(call: ToolCall, turn: ModelTurn) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,12 +20,14 @@ from ..errors import (
     InvalidDecision,
     InvalidText,
     ModelError,
+    NoPendingInterrupt,
     NotAuthorized,
     ResumeError,
     StorageError,
     SubAgentThread,
     ThreadInterrupted,
     ThreadNotFound,
+    in_other_terms,
 )
 from ..storage.base import parent_chain
 
@@ -68,6 +71,22 @@ def status_for(exc: InterlockError) -> int:
     return 500
 
 
+def http_terms(exc: NoPendingInterrupt | ThreadInterrupted) -> str:
+    """The core's advice names Python calls (``agent.resume(...)``); an HTTP client is told
+    the request to send instead."""
+    path = "/api/threads/{thread}"
+    return in_other_terms(
+        exc, not_found="",
+        no_pending="Thread {thread!r} has no pending request, so there is nothing to decide "
+                   "(it was decided, cancelled or expired, or never asked). To continue it, "
+                   "send a new message: POST " + path + "/messages "
+                   '{{"message": "..."}}.',
+        waiting="Thread {thread!r} is waiting for a decision on interrupt(s) {interrupts}; it "
+                "cannot take a new message now. Decide it with POST " + path + "/decisions "
+                '{{"interrupt_id": ..., "decisions": [...]}} (GET ' + path + " shows what "
+                "waits), or close it with POST " + path + "/cancel.")
+
+
 def body(error: str, message: str, **extra: object) -> dict[str, object]:
     return {"error": error, "message": message, **extra}
 
@@ -82,6 +101,8 @@ async def interlock_error(request: Request, exc: Exception) -> JSONResponse:
                    f"(GET /api/threads lists them), or start it with POST /api/threads "
                    f"{{\"thread_id\": {json.dumps(exc.thread_id)}, \"message\": \"...\"}}."
                    + (f" {IN_MEMORY_NOTE}" if exc.in_memory else ""))
+    elif isinstance(exc, NoPendingInterrupt | ThreadInterrupted):
+        message = http_terms(exc)
     if isinstance(exc, SubAgentThread):
         extra = {"thread_id": exc.thread_id, "parent_thread_id": exc.parent_id,
                  "root_thread_id": await _root(request, exc)}
@@ -118,12 +139,41 @@ def _message(error: Any) -> str:
     return str(error.get("msg", "invalid"))
 
 
+_DECISIONS_SHAPE = ('"decisions" is a list with one decision per pending call '
+                    '([{"type": "approve"}]) or an object keyed by tool_call_id '
+                    '({"call_1_0": {"type": "approve"}})')
+_JSON_BODY = 'send the body as a JSON object with the header "Content-Type: application/json"'
+
+
+def _parts(errors: Sequence[Any]) -> tuple[list[str], list[str]]:
+    """Each error as ``loc: message``, and how to fix the request. The two halves of a union
+    (``decisions`` as a list or an object) are said once, as the shape to send."""
+    parts: list[str] = []
+    hints: list[str] = []
+    for e in errors:
+        loc = tuple(str(p) for p in e.get("loc", ()))
+        if loc[:2] == ("body", "decisions") and len(loc) == 3 and loc[2].startswith(
+                ("list[", "dict[")):
+            if _DECISIONS_SHAPE not in hints:
+                parts.append("body.decisions: neither a list nor an object")
+                hints.append(_DECISIONS_SHAPE)
+            continue
+        parts.append(f"{'.'.join(loc)}: {_message(e)}")
+        not_json = e.get("type") == "json_invalid" or (
+            loc == ("body",) and e.get("type") in ("model_attributes_type", "dict_type"))
+        if not_json and _JSON_BODY not in hints:
+            hints.append(_JSON_BODY)
+    return parts, hints
+
+
 async def validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
-    parts = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {_message(e)}" for e in errors]
+    parts, hints = _parts(errors)
+    fix = f" To fix it: {'; '.join(hints)}." if hints else ""
     return JSONResponse(
-        body("RequestValidationError", "The request is not valid: " + "; ".join(parts) + ".",
+        body("RequestValidationError",
+             "The request is not valid: " + "; ".join(parts) + "." + fix,
              detail=[{"loc": list(e.get("loc", ())), "msg": _message(e)} for e in errors]),
         status_code=422,
     )
