@@ -66,3 +66,38 @@ def test_terminal_approval_of_a_stale_panel_is_refused(tmp_path: Path,
     (row,) = [a for a in agent.audit("t") if a.kind == "decision"]
     assert (row.actor, row.data["revision"]) == ("frank", 2)
     agent.close()
+
+
+def test_an_approval_that_waits_for_another_reviewer_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pay needs two approvals: frank's first one is counted and nothing runs; the terminal
+    says so before and after, does not offer 'remember' (a standing rule would skip the second
+    approval) and does not show him the call again; his session counts it as waiting."""
+    runs = tmp_path / "runs.txt"
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(runs))
+    db = tmp_path / "db.sqlite"
+    agent = make_agent(SqliteCheckpointer(db))
+    agent.invoke(proposal("pay", account="acme", amount=100), thread_id="q")
+    env = child_env(TERM="dumb", COLUMNS="120", LINES="50", INTERLOCK_TEST_RUNS=str(runs))
+    argv = cli_argv("review", "--agent", "security.revision_agent:server_agent",
+                    "--db", f"sqlite:///{db}", "--reviewer", "frank", "--role", "finance")
+    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=60,
+                          dimensions=(50, 120), cwd=str(TESTS))
+    try:
+        child.expect(r"\[q\] quit\s*\r?\n> ")
+        assert "[a] approve" in child.before and "[m]" not in child.before
+        child.send("a")
+        child.expect(words("Approve pay? This is approval 1 of 2: it runs once 1 more "
+                           "reviewer approves."))
+        child.send("y")
+        child.expect(words("your approval is counted; the call runs when the other "
+                           "approvals it needs are given"))
+        child.expect("No more pending")
+        child.expect(words("Session: 1 approved (waiting for other reviewers)."))
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert executions() == []
+    (config,) = agent.get_thread("q").interrupts[0].value.review_configs
+    assert [a.by for a in config.approved_by or []] == ["frank"]
+    agent.close()
