@@ -232,7 +232,9 @@ class Worker:
 
     async def _claim(self) -> int:
         free = self.concurrency - len(self._running)
-        if free <= 0:
+        if free <= 0:  # alive, and busy: its heartbeat goes on (a long run is no dead worker)
+            if (obs := observe.current()) is not None:
+                obs.worker_claimed(0)
             return 0
         now = self.agent.clock()
         try:

@@ -17,8 +17,10 @@ NAME = re.compile(r"\binterlock_[a-z_]+\b")
 
 
 def exported() -> set[str]:
+    """What a server or a worker exports (the heartbeat is a worker's only)."""
     names: set[str] = set()
-    for f in text_string_to_metric_families(Metrics().exposition().decode()):
+    text = Metrics().exposition().decode() + Metrics(worker=True).exposition().decode()
+    for f in text_string_to_metric_families(text):
         suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"]}
         names |= {f.name + s for s in suffixes.get(f.type, [""])}
     return names

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -263,3 +264,100 @@ async def test_outbox_backlog_and_delivery_failures_by_channel(
         assert value(s, "interlock_outbox_dead_events") == 2
         assert labelled(s, "interlock_outbox_backlog") == []
         assert len(rx.received) == 4
+
+
+@pytest.mark.anyio
+async def test_a_reviewer_whose_id_holds_a_colon_is_timed_to_the_tool_start(
+        metrics_on: tuple[Metrics, Clock], endpoint: tuple[str, Checkpointer]) -> None:
+    """An id such as "okta:alice" is a reviewer's (only the system's names are reserved):
+    their approval's wait for the tool is measured."""
+    _, clock = metrics_on
+    url, store = endpoint
+    effects: list[str] = []
+    agent = build(store, clock, effects)
+    first = await agent.ainvoke("write a", thread_id="t1")
+    clock.now += timedelta(seconds=5)
+    await agent.aresume("t1", [{"type": "approve"}], interrupt_id=first.interrupts[0].id,
+                        reviewer=Reviewer("okta:alice", frozenset({"ops"})))
+    assert effects == ["write a"]
+    s = await scrape(url)
+    assert value(s, "interlock_decision_to_tool_start_seconds_count") == 1
+
+
+async def status_is(status: Callable[[], Awaitable[str]], want: str) -> bool:
+    return await status() == want
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], seconds: float = 60) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out after {seconds} s")
+
+
+def test_only_a_worker_exports_its_heartbeat_and_a_busy_worker_keeps_it() -> None:
+    """A server exports no worker heartbeat (the "no worker alive" alert would fire on
+    every server); a worker whose run slots are all busy is alive, and says so."""
+    from prometheus_client.parser import text_string_to_metric_families as parse
+
+    def names(m: Metrics) -> set[str]:
+        return {s.name for f in parse(m.exposition().decode()) for s in f.samples}
+
+    assert "interlock_worker_last_poll_timestamp_seconds" not in names(Metrics())
+    assert "interlock_worker_last_poll_timestamp_seconds" in names(Metrics(worker=True))
+
+
+@pytest.mark.postgres
+def test_a_busy_worker_keeps_its_heartbeat(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker whose only run slot holds a long run does not read the queue, and is alive:
+    its heartbeat goes on, so the "no worker alive" alert does not fire on it."""
+    from conftest import require_postgres
+    from interlock.worker import Worker
+    from server.server_agents import EXECUTED, make_agent
+
+    require_postgres()
+    release = tmp_path / "release"
+    monkeypatch.setenv("INTERLOCK_TEST_RELEASE", str(release))
+    pg = StoreFactory("postgres", tmp_path)
+    api, runner = make_agent(pg()), make_agent(pg())
+    metrics = Metrics(worker=True)
+    observe.install(observe.Observer(metrics=metrics))
+
+    def beat() -> float:
+        assert metrics.worker_heartbeat is not None
+        return float(metrics.worker_heartbeat._value.get())
+
+    async def main() -> None:
+        EXECUTED.clear()
+        worker = Worker(runner, concurrency=1, poll_interval=0.05)
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        first = await api.ainvoke("hang SELECT pg_sleep(1)", thread_id="b1", handoff=True)
+        assert first.status == "queued"
+        async def status() -> str:
+            return (await api.aget_thread("b1")).status
+
+        await eventually(lambda: status_is(status, "interrupted"))
+        paused = await api.aget_thread("b1")
+        await api.aresume("b1", [{"type": "approve"}], interrupt_id=paused.interrupts[0].id,
+                          handoff=True)
+
+        async def started_tool() -> bool:
+            return any(name == "hang_sql:started" for name, _ in EXECUTED)
+
+        await eventually(started_tool)
+        started = beat()
+        await asyncio.sleep(0.5)  # the slot is busy all along
+        assert beat() > started
+        release.touch()
+        await eventually(lambda: status_is(status, "completed"))
+        stop.set()
+        await task
+
+    try:
+        asyncio.run(main())
+    finally:
+        observe.uninstall()
+        pg.cleanup()

@@ -53,7 +53,7 @@ def _tool_names(agent: Agent) -> set[str]:
 
 
 def install_observer(agent: Agent, *, otel: bool, metrics_port: int | None,
-                     log_format: str) -> observe.Observer | None:
+                     log_format: str, worker: bool = False) -> observe.Observer | None:
     """Build and install the process's observer for the chosen options (None: none chosen)."""
     tracing = metrics = None
     try:
@@ -61,7 +61,7 @@ def install_observer(agent: Agent, *, otel: bool, metrics_port: int | None,
             tracing = _otlp_tracing()
         if metrics_port is not None:
             from ..observe.metrics import Metrics
-            metrics = Metrics(tools=_tool_names(agent))
+            metrics = Metrics(tools=_tool_names(agent), worker=worker)
     except ImportError as exc:
         extra = "otel" if otel and tracing is None else "metrics"
         raise CliError(str(MissingDependency(
@@ -80,9 +80,11 @@ def _otlp_tracing() -> Any:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    from ..observe.spans import RedactURLs
     from ..observe.tracing import Tracing
 
     provider = TracerProvider(resource=Resource.create({"service.name": "interlock"}))
+    provider.add_span_processor(RedactURLs())  # before any exporter sees a request's URL
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     atexit.register(provider.shutdown)  # the last spans are sent before the process exits

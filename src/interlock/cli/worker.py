@@ -77,7 +77,7 @@ def worker(agent_spec: str, db: str | None, concurrency: int, claim_lease: float
             raise CliUsageError(f"--db {redact_url(db)!r}: {exc}") from exc
         use_store(agent, store)  # its sub-agents' threads go there too, as in serve --db
     observer = install_observer(agent, otel=otel, metrics_port=metrics_port,
-                                log_format=log_format)
+                                log_format=log_format, worker=True)
     try:
         w = Worker(agent, concurrency=concurrency, claim_lease=timedelta(seconds=claim_lease),
                    poll_interval=poll_interval,

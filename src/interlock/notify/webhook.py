@@ -14,6 +14,7 @@ import hmac
 import json
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..outbox import Delivery, OutboxEvent
 from .config import NotifyConfig, WebhookEndpoint, secret_key
@@ -42,6 +43,22 @@ def event_payload(event: OutboxEvent, config: NotifyConfig) -> dict[str, Any]:
     }
 
 
+def shown_url(url: str) -> str:
+    """An endpoint's URL as logs, errors and metric labels show it: its scheme, host and port
+    only. A user's password, a query's token or a secret path (many services put the key in
+    the path) stay out of every log line and label."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    rest = "/…" if parts.path.strip("/") or parts.query or parts.fragment else ""
+    return f"{parts.scheme}://{host}{port}{rest}"
+
+
 def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     """The ``webhook-signature`` header value for one attempt."""
     signed = f"{msg_id}.{timestamp}.".encode() + body
@@ -56,7 +73,12 @@ class WebhookChannel:
                  *, clock: Any = None) -> None:
         self.endpoint = endpoint
         self.config = config
-        self.name = f"webhook:{endpoint.name or endpoint.url}"
+        # an unnamed endpoint is named by what shows of its URL and a digest of the rest, so
+        # two endpoints on one host stay apart and no secret of the URL is in the name
+        self.name = f"webhook:{endpoint.name}" if endpoint.name else (
+            f"webhook:{shown_url(endpoint.url)}#"
+            f"{hashlib.sha256(endpoint.url.encode()).hexdigest()[:8]}")
+        self._shown = shown_url(endpoint.url)
         self._clock = clock or (lambda: datetime.now(UTC))
 
     def wants(self, event: OutboxEvent) -> bool:
@@ -79,8 +101,8 @@ class WebhookChannel:
             async with httpx.AsyncClient(timeout=self.endpoint.timeout) as client:
                 response = await client.post(self.endpoint.url, content=body, headers=headers)
         except httpx.HTTPError as exc:
-            raise DeliveryFailed(f"{type(exc).__name__} from {self.endpoint.url}: {exc}") \
-                from exc
+            said = str(exc).replace(self.endpoint.url, self._shown)
+            raise DeliveryFailed(f"{type(exc).__name__} from {self._shown}: {said}") from exc
         if not 200 <= response.status_code < 300:
-            raise DeliveryFailed(f"HTTP {response.status_code} from {self.endpoint.url}")
+            raise DeliveryFailed(f"HTTP {response.status_code} from {self._shown}")
         return None

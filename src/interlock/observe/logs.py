@@ -5,9 +5,9 @@ Every record of interlock's loggers (and, for ``interlock serve``, uvicorn's) be
 ``interlock.events``, see :mod:`.hooks`) add ``event``, ``thread_id``, ``run_id``,
 ``tool_call_id``, ``interrupt_id``, ``actor`` and ``seq``. Every line carries the ``trace_id``
 of the current span when tracing is on. Events carry ids only, never arguments, results,
-messages or decision tokens; URL query values named like credentials, bearer credentials and
-the token of an e-mail decision link that appear in a message text are replaced by
-``[redacted]``.
+messages or decision tokens; URL query values and JSON members named like credentials, bearer
+and basic credentials, passwords in URLs and the token of an e-mail decision link that appear
+in a message text are replaced by ``[redacted]``.
 """
 
 from __future__ import annotations
@@ -21,16 +21,26 @@ from datetime import UTC, datetime
 from .hooks import EVENT_IDS
 
 _FIELDS = (*EVENT_IDS, "event", "actor", "seq")
+# A name that holds a credential word at its start or after a separator (access_token,
+# api_key, X-Amz-Signature; not monkey). The quantifiers are bounded and a name starts only
+# where no name character precedes it, so a long line is scanned in linear time.
+_NAME = (r"(?:[\w.-]{0,100}[_.-])?(?:token|sig|signature|key|apikey|secret|password|passwd|pwd|"
+         r"code|credential|auth)[\w.-]{0,100}")
 _SECRETS = re.compile(
-    r"(?i)(?P<k>\b(?:token|sig|signature|key|secret|password|code)=)[^&\s\"'<>]+"
-    r"|(?P<b>\bbearer\s+)[A-Za-z0-9._~+/=-]+"
+    rf"(?i)(?P<k>(?<![\w.-]){_NAME}=)[^&\s\"'<>]+"  # a query or form value
+    rf"|(?P<j>\"{_NAME}\"\s{{0,20}}:\s{{0,20}}\")[^\"]*"  # a JSON member: "token": "..."
+    r"|(?P<b>\b(?:bearer|basic)\s{1,20})[A-Za-z0-9._~+/=-]+"
+    # the password of a URL's user (https://user:password@host, postgresql://u:p@h/db)
+    r"|(?P<u>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,30}://[^\s/@:]{0,200}:)[^\s/@]+(?=@)"
     r"|(?P<p>/notify/email/)[^\s?#\"'/]+")  # an e-mail decision link: the path is the token
 
 
 def redact(text: str) -> str:
-    """``text`` with URL query credentials, bearer tokens and decision-link tokens replaced."""
-    return _SECRETS.sub(
-        lambda m: (m.group("k") or m.group("b") or m.group("p")) + "[redacted]", text)
+    """``text`` with credentials replaced by ``[redacted]``: URL query and form values and
+    JSON members named like credentials, bearer and basic credentials, the password in a
+    URL, and decision-link tokens."""
+    return _SECRETS.sub(lambda m: next(g for g in m.groups() if g is not None) + "[redacted]",
+                        text)
 
 
 def json_lines_for(*loggers: str) -> None:

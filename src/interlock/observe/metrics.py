@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client import exposition as _exposition
 
 from ..audit.records import AuditKind
+from ..authz import is_reserved
 from ..interrupts import Interrupt
 from ..review_request import read_request
 from ..storage.base import AuditRecord, CallState, Checkpointer, JournalEntry, ThreadRecord
@@ -63,7 +64,7 @@ class Metrics:
     def __init__(self, *, tools: Iterable[str] | None = None,
                  roles: Iterable[str] | None = None, channels: Iterable[str] | None = None,
                  max_values: int = 50, registry: CollectorRegistry | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, worker: bool = False) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.tool = Labels(tools, max_values)
         self.role = Labels(None if roles is None else [*roles, "any"], max_values)
@@ -114,9 +115,12 @@ class Metrics:
             ["channel", "final"], registry=r)
         self.claims = Counter(
             "interlock_worker_claims", "Queued runs claimed by this worker.", registry=r)
+        # a worker's only (``worker=True``): a server that exported it would show a worker
+        # that never polled, and the "no worker alive" alert would fire on every server
         self.worker_heartbeat = Gauge(
             "interlock_worker_last_poll_timestamp_seconds",
-            "When this worker last read the run queue (Unix time).", registry=r)
+            "When this worker last read the run queue, or found every run slot busy (Unix "
+            "time).", registry=r) if worker else None
         self.takeovers = Counter(
             "interlock_lease_takeovers",
             "Runs taken over after their owner's lease ran out (the owner stopped).",
@@ -161,13 +165,15 @@ class Metrics:
                 max(0.0, (r.ts - intr.created_at).total_seconds()))
 
     def tool_starting(self, entry: JournalEntry, now: datetime) -> None:
-        by = entry.decided_by or ""
-        if entry.state in _HUMAN and entry.decision is not None and ":" not in by \
-                and by != "policy":
+        # a reviewer's decision: not a standing rule's, the middleware's or the system's
+        # (reserved actor names; a reviewer id may hold ':', as "okta:alice" does)
+        if entry.state in _HUMAN and entry.decision is not None \
+                and not is_reserved(entry.decided_by or ""):
             self.decision_to_start.observe(max(0.0, (now - entry.updated_at).total_seconds()))
 
     def worker_claimed(self, n: int) -> None:
-        self.worker_heartbeat.set(time.time())
+        if self.worker_heartbeat is not None:
+            self.worker_heartbeat.set(time.time())
         if n:
             self.claims.inc(n)
 
