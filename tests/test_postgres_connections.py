@@ -102,6 +102,91 @@ def test_passwords_never_appear_in_messages_or_logs(caplog: pytest.LogCaptureFix
     assert all(secret not in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("password", ["AppPW/s3cr3t", "App@s3cr3t", "a@b/c:Sup3rPW"])
+def test_a_password_with_unencoded_separators_stays_out_of_messages(
+        password: str, caplog: pytest.LogCaptureFixture) -> None:
+    """libpq misreads such a URL (part of the password taken for the host): neither our own
+    description of the server nor libpq's message shows any piece of it."""
+    caplog.set_level(logging.DEBUG)
+    url = f"postgresql://someone:{password}@127.0.0.1:1/db?connect_timeout=1"
+    pieces = [p for p in (password, *password.replace("@", "/").replace(":", "/").split("/"))
+              if len(p) >= 3]
+    store = from_url(url)
+    with pytest.raises(StorageError) as err:
+        run(store.list_threads(limit=1))
+    said = [repr(store), str(err.value)]
+    for args in (["threads", "--db", url], ["migrate", "--db", url]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code != 0
+        said.append(result.output)
+    said += [r.getMessage() for r in caplog.records]
+    assert "someone@127.0.0.1:1/db" in said[0]
+    for text in said:
+        for piece in pieces:
+            assert piece not in text, text
+
+
+def test_a_libpq_keyword_string_is_postgres_and_its_password_is_hidden(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``host=... password=...`` is libpq's keyword form, as PostgresCheckpointer takes it:
+    --db and INTERLOCK_DB take it too (not a SQLite file of that name), and no message, log
+    line or file name shows its password."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.chdir(tmp_path)
+    secret = "S3cretPW-kw"
+    dsn = f"host=127.0.0.1 port=1 dbname=db user=someone password={secret} connect_timeout=1"
+    store = from_url(dsn)
+    assert isinstance(store, PostgresCheckpointer)
+    assert repr(store).startswith("PostgresCheckpointer('someone@127.0.0.1:1/db'")
+    said = [repr(store)]
+    for args in (["threads", "--db", dsn], ["migrate", "--db", dsn], ["show", "t", "--db", dsn]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code != 0, result.output
+        assert "SQLite" not in result.output and "database file" not in result.output
+        said.append(result.output)
+    said += [r.getMessage() for r in caplog.records]
+    assert all(secret not in text for text in said), said
+    assert list(tmp_path.iterdir()) == []  # no SQLite file named after the string
+    with pytest.raises(StorageError) as err:
+        run(store.list_threads(limit=1))
+    assert secret not in str(err.value) and "someone@127.0.0.1:1/db" in str(err.value)
+
+
+def test_calls_that_no_database_thread_takes_up_in_time_are_refused(schema: str) -> None:
+    """Every database thread held by statements waiting on a lock: a further call (a health
+    check too) is refused after the pool's timeout, with nothing of it run, instead of
+    waiting for the lock; once the lock goes, the store works again."""
+    import psycopg
+
+    store = from_url(f"{PG_DSN}?schema={schema}&max_size=2&pool_timeout=2")
+    assert isinstance(store, PostgresCheckpointer)
+    run(store.list_threads(limit=1))  # the tables exist
+    holder = psycopg.connect(PG_DSN)
+    holder.execute(f'LOCK TABLE "{schema}".interlock_threads IN ACCESS EXCLUSIVE MODE')
+
+    async def main() -> tuple[list[Any], Any, float]:
+        blocked = [asyncio.create_task(store.list_threads(limit=1)) for _ in range(2)]
+        await asyncio.sleep(0.5)  # both threads wait on the lock
+        start = time.monotonic()
+        with pytest.raises(StorageError, match="No free Postgres connection within 2s"):
+            await store.list_threads(limit=1)
+        health = await store.health()
+        took = time.monotonic() - start
+        holder.rollback()  # the lock goes: the two waiting calls finish
+        return await asyncio.gather(*blocked), health, took
+
+    try:
+        done, health, took = run(main())
+    finally:
+        holder.close()
+    assert took < 10, took
+    assert health.writes is False and "every database thread" in (health.reason or "")
+    assert done == [[], []]
+    assert run(store.list_threads(limit=1)) == []
+    run(store.close())
+
+
 def test_bad_interlock_parameters_in_the_url_are_refused() -> None:
     from interlock import ConfigurationError
 

@@ -24,8 +24,9 @@ def migrate(db: str) -> None:
       interlock migrate --db 'postgresql://interlock_owner@db/agents?schema=interlock'
     """
     from ..storage.postgres import PostgresCheckpointer
+    from ..storage.postgres_conn import is_conninfo
 
-    if not db.startswith(("postgresql://", "postgres://")):
+    if not db.startswith(("postgresql://", "postgres://")) and not is_conninfo(db):
         raise CliUsageError(
             f"--db {redact_url(db)!r}: interlock migrate is for Postgres; SQLite files are "
             f"created and migrated by the first process that opens them.")

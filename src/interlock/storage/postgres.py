@@ -15,6 +15,7 @@ or joins on has a column of its own. Cast to ``jsonb`` in ad-hoc queries when ne
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -28,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._offload import offload
+from .._offload import BLOCKING_CALLER
 from ..errors import ConfigurationError, MissingDependency, StorageError
 from ..messages import message_to_json, messages_from_json
 from ..outbox import OutboxEvent, outbox_json
@@ -61,6 +62,8 @@ from .postgres_conn import (
     cause,
     read_only_reason,
     redact,
+    scrub,
+    secrets_of,
     split_dsn,
     url_connect_timeout,
 )
@@ -475,6 +478,8 @@ class PostgresCheckpointer:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._where = redact(dsn)
+        self._secrets = secrets_of(dsn)
+        """The password's pieces, taken out of every server or libpq message we pass on."""
         self._executor = ThreadPoolExecutor(max_workers=max_size,
                                             thread_name_prefix="interlock-postgres")
         self._pool: ConnectionPool[Any] | None = None
@@ -494,6 +499,11 @@ class PostgresCheckpointer:
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer({self._where!r}, schema={self.schema!r})"
+
+    def _said(self, exc: BaseException) -> str:
+        """A server's or libpq's message, without any piece of the DSN's password (a URL
+        whose password holds an unencoded ``@`` or ``/`` is misread, and its pieces show)."""
+        return scrub(str(exc).strip(), self._secrets)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -555,7 +565,7 @@ class PostgresCheckpointer:
         try:
             psycopg.connect(self.dsn, **self._connect_kwargs()).close()
         except psycopg.OperationalError as exc:
-            text = str(exc).strip()
+            text = self._said(exc)
             return text.splitlines()[0] if text else type(exc).__name__
         return None
 
@@ -566,7 +576,8 @@ class PostgresCheckpointer:
         try:
             conn = psycopg.connect(self.dsn, **self._connect_kwargs())
         except psycopg.OperationalError as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            said = self._said(exc)
+            reason = said.splitlines()[0] if said else type(exc).__name__
             why = cause(exc)
             raise StorageError(
                 f"Cannot connect to Postgres at {self._where}: {reason}. "
@@ -599,7 +610,7 @@ class PostgresCheckpointer:
                 "`interlock migrate` as the schema's owner")
             raise StorageError(
                 f"Cannot prepare the interlock tables in schema {self.schema!r} at "
-                f"{self._where}: {str(exc).strip()}. Cause: {why}."
+                f"{self._where}: {self._said(exc)}. Cause: {why}."
             ) from exc
         finally:
             waiting.cancel()
@@ -618,7 +629,7 @@ class PostgresCheckpointer:
         except psycopg.Error as exc:
             raise StorageError(
                 f"Migrating the interlock tables in schema {self.schema!r} at {self._where} "
-                f"failed: {str(exc).strip()}. Cause: "
+                f"failed: {self._said(exc)}. Cause: "
                 f"{cause(exc) or 'see the server message'}. Nothing was changed."
             ) from exc
 
@@ -637,7 +648,14 @@ class PostgresCheckpointer:
             return StoreHealth(writes=reason is None, reason=reason, live_updates=live,
                                live_reason=None if listener is None else listener.degraded)
 
-        return await self._run(check)
+        try:
+            return await self._run(check)
+        except StorageError as exc:  # no database thread took the check up in time
+            listener = self._listener
+            return StoreHealth(writes=False, reason=str(exc),
+                               live_updates=None if listener is None
+                               else listener.degraded is None,
+                               live_reason=None if listener is None else listener.degraded)
 
     @contextlib.contextmanager
     def _conn(self, what: str, *, read: bool = False) -> Iterator[Connection[Any]]:
@@ -687,7 +705,7 @@ class PostgresCheckpointer:
                 ) from exc
             why = cause(exc)
             raise StorageError(
-                f"Postgres at {self._where} failed while {what}: {exc}. "
+                f"Postgres at {self._where} failed while {what}: {self._said(exc)}. "
                 + (f"Cause: {why}. " if why else "Check the server and the network; ")
                 + (f"{_nothing(read)} Try again." if read else
                    "A write that broke during COMMIT may or may not be stored (reload the "
@@ -697,7 +715,7 @@ class PostgresCheckpointer:
             why = cause(exc)
             raise _stored_nothing(StorageError(
                 f"Postgres at {self._where} refused the statement while {what} "
-                f"({type(exc).__name__}: {exc}). {_nothing(read)}"
+                f"({type(exc).__name__}: {self._said(exc)}). {_nothing(read)}"
                 + (f" Cause: {why}." if why else "")
             )) from exc
 
@@ -778,12 +796,52 @@ class PostgresCheckpointer:
         return StorageError(f"{self!r} is closed; create a new checkpointer.")
 
     async def _run(self, fn: Callable[[], T]) -> T:
+        """``fn`` on one of this process's database threads (inline on a blocking call's own
+        loop). Every thread may be held by statements that wait on the server (a lock, a
+        pooler's queue): a call that no thread has taken up within the pool's timeout is
+        refused with a ``StorageError`` (nothing of it ran, and it never will), as a call that
+        waited that long for a pooled connection is, instead of waiting without end."""
+        loop = asyncio.get_running_loop()
+        if BLOCKING_CALLER.get() is loop:
+            return fn()
+        gate = threading.Lock()
+        taken: list[bool] = []  # [True]: a thread runs it; [False]: given up, never to run
+
+        def job() -> T:
+            with gate:
+                if taken:
+                    raise _stored_nothing(self._threads_busy())
+                taken.append(True)
+            return fn()
+
         try:
-            return await offload(self._executor, fn)
+            future = loop.run_in_executor(self._executor, job)
         except RuntimeError:
             if self._closed:  # close() shut the thread pool down: nothing was run
                 raise self._closed_error() from None
             raise
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.timeout)
+        except TimeoutError:
+            with gate:
+                if not taken:
+                    taken.append(False)
+                    # the thread that takes it up later refuses it: that error is nobody's
+                    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+                    raise _stored_nothing(self._threads_busy()) from None
+            return await future  # running: its own waits for a connection are bounded
+        except asyncio.CancelledError:
+            future.cancel()  # not started: it never runs; started: it runs to its end
+            raise
+
+    def _threads_busy(self) -> StorageError:
+        return StorageError(
+            f"No free Postgres connection within {self.timeout:g}s at {self._where} "
+            f"(max_size={self.max_size}): every database thread of this process was busy "
+            f"with statements the server has not answered (a lock held by another session, "
+            f"a pooler's full queue). Nothing of this call ran. Look for long transactions "
+            f"or locks on the server (pg_stat_activity), or raise "
+            f"PostgresCheckpointer(max_size=...) or the timeout.")
 
     def schema_version(self) -> int:
         """The schema version recorded in the database."""

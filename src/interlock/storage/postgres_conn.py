@@ -4,6 +4,7 @@ and the causes of connection-level failures named (a standby, a pooler's queue, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -123,9 +124,73 @@ def url_connect_timeout(dsn: str) -> float | None:
         return None
 
 
+# the keywords of a libpq connection string (``host=db user=app password=...``): a --db or
+# INTERLOCK_DB value that starts with one is Postgres, not a SQLite file's name
+_LIBPQ_KEYWORDS = frozenset({
+    "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service",
+    "sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout", "application_name",
+    "options", "target_session_attrs", "load_balance_hosts", "channel_binding", "gssencmode",
+    "krbsrvname", "keepalives", "keepalives_idle", "requiressl", "client_encoding"})
+_KEYWORD = re.compile(r"\s*([a-z_]+)\s*=")
+
+
+def is_conninfo(dsn: str) -> bool:
+    """Whether ``dsn`` is a libpq ``key=value`` connection string (``host=db dbname=app``)."""
+    m = _KEYWORD.match(dsn)
+    return "://" not in dsn and m is not None and m.group(1) in _LIBPQ_KEYWORDS
+
+
+def _userinfo(dsn: str) -> tuple[str, str] | None:
+    """The ``user`` and ``password`` of a URL as written, found by the last ``@`` before the
+    query: a password with an unencoded ``/`` or ``@`` does not move it (libpq's own parse
+    of such a URL takes part of the password for the host)."""
+    _, sep, rest = dsn.partition("://")
+    if not sep:
+        return None
+    head = rest.split("?", 1)[0]
+    at = head.rfind("@")
+    if at < 0:
+        return None
+    user, _, password = head[:at].partition(":")
+    return user, password
+
+
+def secrets_of(dsn: str) -> list[str]:
+    """The password of a DSN, and its pieces as a misparse could show them (split at ``@``,
+    ``/`` and ``:``), longest first: what :func:`scrub` removes from a server's message."""
+    found: list[str] = []
+    userinfo = _userinfo(dsn)
+    if userinfo is not None and userinfo[1]:
+        found += [userinfo[1], unquote(userinfo[1])]
+    elif is_conninfo(dsn):
+        try:
+            from psycopg.conninfo import conninfo_to_dict
+
+            password = conninfo_to_dict(dsn).get("password")
+        except Exception:
+            password = None
+        if password:
+            found.append(str(password))
+    pieces = {p for secret in found for p in re.split(r"[@/:?#]", secret) if len(p) >= 3}
+    return sorted(set(found) | pieces, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """``text`` (a server's or libpq's message) with every piece of the password replaced."""
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
 def redact(dsn: str) -> str:
     """``user@host:port/dbname`` of a DSN, without the password (for messages and repr);
     several hosts are listed as libpq has them (``a,b:5432,5433``)."""
+    userinfo = _userinfo(dsn)
+    if userinfo is not None:  # the password out before parsing, wherever its "@" are
+        scheme, _, rest = dsn.partition("://")
+        head, q, query = rest.partition("?")
+        head = (f"{userinfo[0]}@" if userinfo[0] else "") + head[head.rfind("@") + 1:]
+        dsn = f"{scheme}://{head}{q}{query}"
     try:
         from psycopg.conninfo import conninfo_to_dict
 
@@ -140,9 +205,9 @@ def redact(dsn: str) -> str:
 def redact_url(url: str) -> str:
     """A database URL for a message: a ``postgresql://`` URL as :func:`redact` gives it, any
     other URL with the password of its ``user:password@`` part replaced by ``***``."""
-    if url.startswith(("postgresql://", "postgres://")) or "://" not in url:
-        if url.startswith(("postgresql://", "postgres://")):
-            return "postgresql://" + redact(url)
+    if url.startswith(("postgresql://", "postgres://")) or is_conninfo(url):
+        return "postgresql://" + redact(url)
+    if "://" not in url:
         return url
     parts = urlsplit(url)
     if parts.password is None:

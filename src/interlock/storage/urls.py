@@ -8,7 +8,7 @@ from urllib.parse import unquote, urlparse
 from ..errors import ConfigurationError
 from .base import Checkpointer, ReadKeys
 from .memory import MemoryCheckpointer
-from .postgres_conn import redact_url
+from .postgres_conn import is_conninfo, redact_url
 from .sqlite import SqliteCheckpointer
 
 LISTEN_ENV = "INTERLOCK_LISTEN_DB"
@@ -20,7 +20,8 @@ def from_url(url: str, *, read_keys: ReadKeys | None = None) -> Checkpointer:
     """Open a checkpointer from a URL.
 
     * ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or a plain file path
-    * ``postgresql://user@host:5432/db`` (``postgres://`` too) with any libpq parameter
+    * ``postgresql://user@host:5432/db`` (``postgres://`` too), or libpq's keyword form
+      (``host=db dbname=app user=app``), with any libpq parameter
       (``sslmode``, ``target_session_attrs``, ``application_name``, ``options``, several
       hosts) and interlock's own ``schema``, ``prepare_threshold``, ``max_size``,
       ``pool_timeout`` and ``migrate`` (a ``search_path`` in ``options=-csearch_path%3Dmyschema``
@@ -30,6 +31,11 @@ def from_url(url: str, *, read_keys: ReadKeys | None = None) -> Checkpointer:
     ``read_keys`` (``interlock.authz.read_keys``) is handed to a SQLite or Postgres store: it
     needs it to open a database written before interlock indexed who may read each thread.
     """
+    if is_conninfo(url):  # host=db dbname=app user=... (libpq's keyword form)
+        from .postgres import PostgresCheckpointer
+
+        return PostgresCheckpointer(url, listen_dsn=os.environ.get(LISTEN_ENV) or None,
+                                    read_keys=read_keys)
     if "://" not in url:
         return SqliteCheckpointer(url, read_keys=read_keys)
     parsed = urlparse(url)
