@@ -81,7 +81,11 @@ def test_a_stale_card_cannot_approve_the_edited_call(tmp_path: Path,
             rows = len(audit())
             with page.expect_request("**/api/threads/t/decisions") as sent:
                 card.get_by_role("button", name="Approve", exact=True).click()
-                card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+                # as shown, pay has no approval yet and needs two: frank's would be the first
+                expect(card.locator(".confirm")).to_contain_text(
+                    "This is approval 1 of 2: it runs once 1 more reviewer approves.")
+                card.locator(".confirm").get_by_role(
+                    "button", name="Yes, run it once approved").click()
             body = sent.value.post_data_json
             assert body["decisions"][next(iter(body["decisions"]))]["revision"] == 1
             expect(card.get_by_role("alert").filter(has_text="edited the call")).to_contain_text(

@@ -76,7 +76,7 @@ EDIT_HELP = [
 
 CONFIRM_KEYS = [("y", "send this edit"), ("e", "edit again"), ("n", "discard the edit")]
 RUN_KEYS = [("y", "yes, run it"), ("n", "no")]
-COUNT_KEYS = [("y", "yes, approve"), ("n", "no")]
+COUNT_KEYS = [("y", "yes, run it once approved"), ("n", "no")]
 WAITS = "approved (waiting for other reviewers)"
 """A session's tally of approvals that did not yet make the call run."""
 REMEMBER_KEYS = [("y", "yes, approve and remember"), ("n", "no")]

@@ -613,7 +613,7 @@ function reviewCard(t, intr, action, config, tool) {
       if (keepPanel && back && back.isConnected) back.focus();
     };
     const counts = decision.type === "approve" && (config.approvals || 1) - (config.approved_by || []).length > 1;
-    const yes = keyButton(counts ? "Yes, approve" : "Yes, run it", "Enter", { class: "btn approve confirm-yes",
+    const yes = keyButton(counts ? "Yes, run it once approved" : "Yes, run it", "Enter", { class: "btn approve confirm-yes",
       onclick: () => { confirmBox.hidden = true; decide(decision, errEl); } });
     // an approval that leaves the call waiting for others says so: nothing runs yet
     const needed = config.approvals || 1;
