@@ -449,3 +449,50 @@ def test_the_url_keeps_libpq_parameters_takes_out_interlocks_and_hides_the_passw
     shown = redact(url), redact_url(url)
     assert all("PW-" not in s for s in shown)
     assert shown[0] == "app@db-a,db-b:5432,5433/agents"
+
+
+def test_interlock_migrate_is_not_cut_short_by_a_tiny_statement_timeout(schema: str) -> None:
+    """A statement timeout of 1 ms in the URL's options: the explicit migration step, its
+    version check included, runs to its end, and a second run has nothing to do."""
+    url = f"{PG_DSN}?schema={schema}&options=-c%20statement_timeout%3D1"
+    first = CliRunner().invoke(cli, ["migrate", "--db", url])
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(cli, ["migrate", "--db", url])
+    assert again.exit_code == 0 and "Nothing to do" in again.output, again.output
+
+
+def test_a_prepared_statement_sent_on_another_server_connection_names_the_pooler() -> None:
+    """Behind PgBouncer in transaction mode without prepare_threshold=none, a statement
+    prepared on one server connection is sent on another: the protocol error names the fix,
+    not the network."""
+    from psycopg import errors as e
+
+    from interlock.storage.postgres_conn import cause
+
+    said = cause(e.ProtocolViolation(
+        'bind message supplies 2 parameters, but prepared statement "_pg3_3" requires 0'))
+    assert said is not None and "prepare_threshold=none" in said
+    assert cause(e.ProtocolViolation("unexpected message type 0x50")) is None
+
+
+def test_health_says_live_updates_are_down_while_the_listen_connection_is(
+        schema: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A LISTEN URL that cannot be reached: the store works (writes go on, changes are seen
+    at the next poll), /api/health's store check says live updates are down and why, and the
+    reconnect attempts are logged at warning once, not every few seconds."""
+    caplog.set_level(logging.DEBUG, logger="interlock.storage")
+    store = PostgresCheckpointer(f"{PG_DSN}?schema={schema}",
+                                 listen_dsn="postgresql://nobody:Pw-listen-9@127.0.0.1:1/test"
+                                            "?connect_timeout=1")
+    stop = store.on_signal("changes", lambda: None)
+    time.sleep(3.5)  # a few reconnect attempts (0.1, 0.2, 0.4, 0.8, 1.6 s apart)
+    health = run(store.health())
+    assert health.writes is True
+    assert health.live_updates is False and "LISTEN connection" in (health.live_reason or "")
+    failed = [r for r in caplog.records if "listening for changes" in r.getMessage()]
+    assert len(failed) >= 3
+    assert [r.levelno for r in failed].count(logging.WARNING) == 1, \
+        [(r.levelname, r.getMessage()) for r in failed]
+    assert all("Pw-listen-9" not in r.getMessage() for r in caplog.records)
+    stop()
+    run(store.close())

@@ -623,6 +623,9 @@ class PostgresCheckpointer:
 
         try:
             with psycopg.connect(self.dsn, **self._connect_kwargs()) as conn:
+                # this connection only migrates: none of it, the version check included, is
+                # cut short by a statement timeout of the role, database or URL
+                conn.execute("SET statement_timeout = 0")
                 before = self._stored_version(conn)
                 self._migrate(conn, force=True)
                 return before, self._stored_version(conn)
@@ -643,19 +646,30 @@ class PostgresCheckpointer:
                     reason = read_only_reason(conn)
             except StorageError as exc:
                 reason = str(exc)
-            listener = self._listener
-            live = None if listener is None else listener.degraded is None
+            live, live_reason = self._live()
             return StoreHealth(writes=reason is None, reason=reason, live_updates=live,
-                               live_reason=None if listener is None else listener.degraded)
+                               live_reason=live_reason)
 
         try:
             return await self._run(check)
         except StorageError as exc:  # no database thread took the check up in time
-            listener = self._listener
-            return StoreHealth(writes=False, reason=str(exc),
-                               live_updates=None if listener is None
-                               else listener.degraded is None,
-                               live_reason=None if listener is None else listener.degraded)
+            live, live_reason = self._live()
+            return StoreHealth(writes=False, reason=str(exc), live_updates=live,
+                               live_reason=live_reason)
+
+    def _live(self) -> tuple[bool | None, str | None]:
+        """Whether other processes' changes arrive live now, and why not (None: no listener
+        started in this process)."""
+        listener = self._listener
+        if listener is None:
+            return None, None
+        if listener.degraded is not None:
+            return False, listener.degraded
+        if listener.disconnected is not None:
+            return False, (f"the LISTEN connection to {listener.where} is down "
+                           f"({listener.disconnected}); it reconnects, and changes are seen "
+                           f"at the next poll meanwhile")
+        return True, None
 
     @contextlib.contextmanager
     def _conn(self, what: str, *, read: bool = False) -> Iterator[Connection[Any]]:
@@ -1164,7 +1178,8 @@ class PostgresCheckpointer:
                 self._listener = _Listener(
                     self.listen_dsn, self.dsn, self._channels,
                     {**self._connect_kwargs(), "prepare_threshold": None},
-                    redact(self.listen_dsn), events=self._events_channel)
+                    redact(self.listen_dsn), events=self._events_channel,
+                    secrets=secrets_of(self.listen_dsn))
             listener = self._listener
         if listener.degraded is not None:
             raise StorageError(f"Live updates from Postgres cannot work: {listener.degraded}.")
@@ -1224,20 +1239,27 @@ class _Listener:
     """Seconds the start-up self-test waits for its own ``NOTIFY``."""
 
     def __init__(self, dsn: str, notify_dsn: str, channels: dict[SignalTopic, str],
-                 connect_kwargs: dict[str, Any], where: str, *, events: str) -> None:
+                 connect_kwargs: dict[str, Any], where: str, *, events: str,
+                 secrets: list[str] | None = None) -> None:
         self._events = events
+        self._secrets = secrets or []
         self._event_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
         self._dsn = dsn
         self._notify_dsn = notify_dsn
         self._topics = {name: topic for topic, name in channels.items()}
         self._connect_kwargs = connect_kwargs
         self._where = where
+        self.where = where
+        """The server it listens to, without the password (for messages)."""
         self._callbacks: dict[SignalTopic, list[Callable[[], None]]] = {t: [] for t in channels}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ready = threading.Event()
         self.degraded: str | None = None
         """Why live signals cannot work here (None: they do, or nothing is known yet)."""
+        self.disconnected: str | None = None
+        """Why the listening connection is down right now (None: it listens, or it has not
+        tried yet); changes are seen at the next poll meanwhile."""
         self._thread = threading.Thread(target=self._main, daemon=True,
                                         name="interlock-postgres-listen")
         self._thread.start()
@@ -1350,6 +1372,10 @@ class _Listener:
                         return
                     for name in [*self._topics, self._events]:
                         conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
+                    if self.disconnected is not None:
+                        log.warning("listening for changes on Postgres at %s again",
+                                    self._where)
+                    self.disconnected = None
                     self._ready.set()
                     if not first:  # signals sent while disconnected are lost: wake everyone
                         self._fire(list(self._topics.values()))
@@ -1364,9 +1390,14 @@ class _Listener:
             except Exception as exc:
                 if self._stop.is_set():
                     return
-                log.warning("listening for changes on Postgres at %s failed (%s); "
-                            "reconnecting in %.1f s (until then changes are seen at the "
-                            "next poll)", self._where, exc, pause)
+                said = scrub(str(exc).strip(), self._secrets).splitlines()
+                reason = said[0] if said else type(exc).__name__
+                # the first failure, and each new one, at warning; its repeats at debug
+                log.log(logging.DEBUG if reason == self.disconnected else logging.WARNING,
+                        "listening for changes on Postgres at %s failed (%s); reconnecting "
+                        "in %.1f s (until then changes are seen at the next poll)",
+                        self._where, reason, pause)
+                self.disconnected = reason
                 self._ready.set()
                 self._stop.wait(pause)
                 pause = min(pause * 2, 5.0)

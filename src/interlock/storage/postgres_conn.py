@@ -265,7 +265,11 @@ def cause(exc: BaseException) -> str | None:
                 "(and on the database for a missing schema), so run `interlock migrate` as "
                 "the schema's owner; running needs only the data privileges listed in "
                 "docs/deploying.md")
-    if isinstance(exc, (e.DuplicatePreparedStatement, e.InvalidSqlStatementName)):
+    # a prepared statement made on one server connection and sent on another (a pooler in
+    # transaction mode hands each transaction any connection): "bind message supplies 2
+    # parameters, but prepared statement "_pg3_3" requires 0", SQLSTATE 08P01
+    if isinstance(exc, (e.DuplicatePreparedStatement, e.InvalidSqlStatementName)) or (
+            isinstance(exc, e.ProtocolViolation) and "prepared statement" in text):
         return ("prepared statements do not work through this pooler (PgBouncer in "
                 "transaction mode): add prepare_threshold=none to the database URL")
     return None
