@@ -623,12 +623,16 @@ class PostgresCheckpointer:
 
         try:
             with psycopg.connect(self.dsn, **self._connect_kwargs()) as conn:
-                # this connection only migrates: none of it, the version check included, is
-                # cut short by a statement timeout of the role, database or URL
-                conn.execute("SET statement_timeout = 0")
-                before = self._stored_version(conn)
+                # none of it, the version checks included, is cut short by a statement
+                # timeout of the role, database or URL (SET LOCAL: a pooler's server
+                # connection keeps no setting of this client's)
+                with conn.transaction():
+                    conn.execute("SET LOCAL statement_timeout = 0")
+                    before = self._stored_version(conn)
                 self._migrate(conn, force=True)
-                return before, self._stored_version(conn)
+                with conn.transaction():
+                    conn.execute("SET LOCAL statement_timeout = 0")
+                    return before, self._stored_version(conn)
         except psycopg.Error as exc:
             raise StorageError(
                 f"Migrating the interlock tables in schema {self.schema!r} at {self._where} "
@@ -755,7 +759,9 @@ class PostgresCheckpointer:
     def _migrate(self, conn: Connection[Any], *, force: bool = False) -> None:
         """Create the schema and tables if missing and apply pending migrations."""
         q = self._sql
-        stored = self._stored_version(conn)
+        with conn.transaction():  # the check is exempt from statement timeouts as the rest
+            conn.execute("SET LOCAL statement_timeout = 0")
+            stored = self._stored_version(conn)
         if stored == SCHEMA_VERSION:
             return
         if not (self.migrate_at_start or force):
