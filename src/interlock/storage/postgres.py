@@ -629,7 +629,7 @@ class PostgresCheckpointer:
                 with conn.transaction():
                     conn.execute("SET LOCAL statement_timeout = 0")
                     before = self._stored_version(conn)
-                self._migrate(conn, force=True)
+                self._migrate(conn, force=True, stored=before)
                 with conn.transaction():
                     conn.execute("SET LOCAL statement_timeout = 0")
                     return before, self._stored_version(conn)
@@ -756,11 +756,13 @@ class PostgresCheckpointer:
         with self._conn(what, read=True) as conn:
             return fn(conn)
 
-    def _migrate(self, conn: Connection[Any], *, force: bool = False) -> None:
-        """Create the schema and tables if missing and apply pending migrations."""
+    def _migrate(self, conn: Connection[Any], *, force: bool = False,
+                 stored: int | None = None) -> None:
+        """Create the schema and tables if missing and apply pending migrations. ``stored``:
+        the version the caller read (a process's start reads it here, a plain read with no
+        transaction of its own; ``migrate`` reads it exempt from statement timeouts)."""
         q = self._sql
-        with conn.transaction():  # the check is exempt from statement timeouts as the rest
-            conn.execute("SET LOCAL statement_timeout = 0")
+        if stored is None:
             stored = self._stored_version(conn)
         if stored == SCHEMA_VERSION:
             return
