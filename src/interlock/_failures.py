@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
 from .errors import InterlockError
+
+_DIGITS = re.compile(r"\d+")
 
 
 class FailureLog:
@@ -36,7 +39,9 @@ class FailureLog:
     def failed(self, exc: BaseException, retry: str = "retrying") -> None:
         """Report a failed attempt; ``retry`` says what happens next (e.g. "retrying in 5 s")."""
         self.failures += 1
-        key = (type(exc), str(exc))
+        # the same failure, whatever its numbers (a prepared statement's name "_pg3_17", a
+        # count of seconds, a port): its repeats go to debug
+        key = (type(exc), _DIGITS.sub("#", str(exc)))
         if key == self._last:
             self.log.debug("%s failed again (%d attempts so far): %s", self.what,
                            self.failures, exc)

@@ -214,3 +214,22 @@ def test_a_repeating_jobs_failures_are_logged_once_per_outage(
         (logging.WARNING, "feed read failed: Postgres is down. Start it. (retrying; repeats of "
          "this error are logged at debug level)", False),  # a new outage is told again
     ]
+
+
+def test_a_failure_that_differs_only_in_its_numbers_is_a_repeat(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Behind a pooler in transaction mode the same protocol error names another prepared
+    statement each time ("_pg3_3", "_pg3_17"): one warning, the repeats at debug."""
+    from interlock._failures import FailureLog
+    from interlock.errors import StorageError
+
+    log = logging.getLogger("interlock.test-failures-numbers")
+    failures = FailureLog(log, "inbox watcher")
+    caplog.set_level(logging.DEBUG, logger=log.name)
+    for n in (3, 17, 254):
+        failures.failed(StorageError(
+            f'bind message supplies 2 parameters, but prepared statement "_pg3_{n}" '
+            f'requires 0'))
+    failures.failed(StorageError("Postgres is down."))
+    levels = [r.levelno for r in caplog.records]
+    assert levels == [logging.WARNING, logging.DEBUG, logging.DEBUG, logging.WARNING]
