@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
 
-from interlock import Reviewer, SqliteCheckpointer
+from interlock import Agent, Reviewer, SqliteCheckpointer
 from notify.agents import executions
 from security.revision_agent import make_agent, proposal
 
@@ -25,18 +26,26 @@ def words(text: str) -> str:
     return r"\s+".join(re.escape(w) for w in text.split())
 
 
-def test_terminal_approval_of_a_stale_panel_is_refused(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def frank_reviews_a_payment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                            thread_id: str) -> tuple[Agent, Any]:
+    """A proposed payment (pay needs two finance approvals) on thread ``thread_id``, and
+    ``interlock review`` as frank (finance) in a pseudo-terminal."""
     runs = tmp_path / "runs.txt"
     monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(runs))
     db = tmp_path / "db.sqlite"
     agent = make_agent(SqliteCheckpointer(db))
-    agent.invoke(proposal("pay", account="acme", amount=100), thread_id="t")
+    agent.invoke(proposal("pay", account="acme", amount=100), thread_id=thread_id)
     env = child_env(TERM="dumb", COLUMNS="120", LINES="50", INTERLOCK_TEST_RUNS=str(runs))
     argv = cli_argv("review", "--agent", "security.revision_agent:server_agent",
                     "--db", f"sqlite:///{db}", "--reviewer", "frank", "--role", "finance")
     child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=60,
                           dimensions=(50, 120), cwd=str(TESTS))
+    return agent, child
+
+
+def test_terminal_approval_of_a_stale_panel_is_refused(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    agent, child = frank_reviews_a_payment(tmp_path, monkeypatch, "t")
     try:
         child.expect(r"\[q\] quit\s*\r?\n> ")
         assert "acme" in child.before
@@ -73,16 +82,7 @@ def test_an_approval_that_waits_for_another_reviewer_says_so(
     """pay needs two approvals: frank's first one is counted and nothing runs; the terminal
     says so before and after, does not offer 'remember' (a standing rule would skip the second
     approval) and does not show him the call again; his session counts it as waiting."""
-    runs = tmp_path / "runs.txt"
-    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(runs))
-    db = tmp_path / "db.sqlite"
-    agent = make_agent(SqliteCheckpointer(db))
-    agent.invoke(proposal("pay", account="acme", amount=100), thread_id="q")
-    env = child_env(TERM="dumb", COLUMNS="120", LINES="50", INTERLOCK_TEST_RUNS=str(runs))
-    argv = cli_argv("review", "--agent", "security.revision_agent:server_agent",
-                    "--db", f"sqlite:///{db}", "--reviewer", "frank", "--role", "finance")
-    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=60,
-                          dimensions=(50, 120), cwd=str(TESTS))
+    agent, child = frank_reviews_a_payment(tmp_path, monkeypatch, "q")
     try:
         child.expect(r"\[q\] quit\s*\r?\n> ")
         assert "[a] approve" in child.before and "[m]" not in child.before

@@ -612,13 +612,12 @@ function reviewCard(t, intr, action, config, tool) {
       confirmBox.hidden = true;
       if (keepPanel && back && back.isConnected) back.focus();
     };
-    const counts = decision.type === "approve" && (config.approvals || 1) - (config.approved_by || []).length > 1;
-    const yes = keyButton(counts ? "Yes, run it once approved" : "Yes, run it", "Enter", { class: "btn approve confirm-yes",
-      onclick: () => { confirmBox.hidden = true; decide(decision, errEl); } });
     // an approval that leaves the call waiting for others says so: nothing runs yet
     const needed = config.approvals || 1;
     const given = (config.approved_by || []).length;
     const more = decision.type === "approve" ? Math.max(0, needed - given - 1) : 0;
+    const yes = keyButton(more ? "Yes, run it once approved" : "Yes, run it", "Enter", { class: "btn approve confirm-yes",
+      onclick: () => { confirmBox.hidden = true; decide(decision, errEl); } });
     clear(confirmBox).append(
       h("p", {}, ...question, more
         ? ` This is approval ${given + 1} of ${needed}: it runs once ${more} more reviewer${more === 1 ? " approves" : "s approve"}.`
