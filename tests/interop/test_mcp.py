@@ -299,3 +299,27 @@ def test_a_server_that_died_between_calls_is_started_again_before_the_call(
         assert server.connects == 2
     finally:
         agent.close()
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_calls_raise_no_warning_of_the_sdk(repo: Path, tmp_path: Path, protocol: str) -> None:
+    """The check before each call (is the server still there?) uses nothing the SDK warns
+    about: a user's program sees no ``MCPDeprecationWarning`` (a ``UserWarning``, shown by
+    default) however its warning filters are set."""
+    import warnings
+
+    server = MCPServerStdio(str(GIT_SERVER), ["--repository", str(repo)], name="git",
+                            protocol=protocol)
+    status = {"name": "git_status", "args": {"repo_path": str(repo)}}
+    agent = Agent(model=ScriptedModel([status, status, "clean."]), tools=[server],
+                  middleware=[HumanInTheLoop(interrupt_on=server.policy())],
+                  checkpointer=SqliteCheckpointer(tmp_path / "interlock.db"))
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            assert agent.invoke("status twice?", thread_id="t").output == "clean."
+        assert [e.state for e in agent.journal("t")] == ["succeeded", "succeeded"]
+        assert [str(w.message) for w in seen if "mcp" in w.filename.lower()
+                or "ping" in str(w.message)] == []
+    finally:
+        agent.close()

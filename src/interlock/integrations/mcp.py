@@ -45,7 +45,6 @@ import concurrent.futures
 import contextlib
 import json
 import threading
-import warnings
 import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -73,9 +72,6 @@ Asker = Any
 _OPEN: weakref.WeakSet[MCPServer] = weakref.WeakSet()
 
 
-# the ping only checks that the server answers; servers of the newer protocol answer it with
-# "method not found", which is just as good, so the SDK's warning about that is not shown
-warnings.filterwarnings("ignore", message="ping is removed")
 PING_TIMEOUT = 5.0
 """Seconds a server has to answer the ping before each call (else it is started again)."""
 
@@ -314,7 +310,11 @@ class MCPServer:
         the last call is started again before anything is sent to it."""
         client = await self._connected()
         try:
-            await asyncio.wait_for(client.send_ping(), min(self.connect_timeout, PING_TIMEOUT))
+            # The session's ping, not ``Client.send_ping``: that one warns (a ``UserWarning``)
+            # that the newer protocol has no ping. Such a server answers "method not found",
+            # which is just as good: it answered.
+            await asyncio.wait_for(client.session.send_ping(),
+                                   min(self.connect_timeout, PING_TIMEOUT))
             return client
         except MCPError as exc:
             if exc.code != mcp_types.CONNECTION_CLOSED:
