@@ -168,3 +168,52 @@ def test_approving_several_refuses_the_call_edited_after_the_list_was_shown(
     # the only decision row of b1 is bob's edit: nothing of alice's
     assert [(a.kind, a.actor, a.data.get("revision")) for a in agent.audit("b1")
             if a.kind in ("decision", "approval_recorded")] == [("approval_recorded", "bob", 1)]
+
+
+def test_a_reviewer_whose_approval_is_counted_is_not_asked_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pay needs two finance approvals. frank approves in the inbox: the card says his approval
+    is counted and the call waits for one more (not "the run continues"). Reloaded, the card
+    offers him no Approve (a second approval by him would be refused) and says why; Reject is
+    still offered. gina's approval then runs the call once."""
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
+    agent = make_agent(SqliteCheckpointer(tmp_path / "db.sqlite"))
+    server = LiveServer(agent, tokens=TOKENS)
+    try:
+        httpx.post(f"{server.url}/api/threads", params={"wait": "true"}, headers=as_("hal"),
+                   json={"thread_id": "t", "message": proposal("pay", account="acme",
+                                                               amount=100)}, timeout=60)
+        with inbox_page("frank") as page:
+            page.goto(f"{server.url}/#/t/t")
+            card = page.locator('.card[data-tool="pay"]')
+            card.get_by_role("button", name="Approve", exact=True).click()
+            card.locator(".confirm").get_by_role(
+                "button", name="Yes, run it once approved").click()
+            expect(card.locator(".card-status")).to_have_text(
+                "Your approval is counted (1 of 2). The call runs once 1 more reviewer "
+                "approves.")
+            assert executions() == []
+            page.reload()
+            card = page.locator('.card[data-tool="pay"]')
+            expect(card.locator(".badge.role").filter(has_text="approvals")).to_contain_text(
+                "approvals 1 of 2: frank")
+            expect(card.locator(".approved-by-me")).to_have_text(
+                "You approved this call (1 of 2 approvals). It runs once 1 more reviewer "
+                "approves; you can still reject it.")
+            expect(card.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
+            expect(card.get_by_role("button", name="Reject…")).to_be_enabled()
+            page.keyboard.press("a")  # the key does nothing either
+            expect(card.locator(".confirm")).to_be_hidden()
+        with inbox_page("gina") as page:
+            page.goto(f"{server.url}/#/t/t")
+            card = page.locator('.card[data-tool="pay"]')
+            expect(card.locator(".approved-by-me")).to_have_count(0)
+            card.get_by_role("button", name="Approve", exact=True).click()
+            card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+            expect(page.locator('.detail-head [data-status]')).to_have_attribute(
+                "data-status", "completed")
+    finally:
+        server.stop()
+    assert executions() == ["pay acme 100"]
+    assert sorted(a.actor for a in agent.audit("t") if a.kind in (
+        "decision", "approval_recorded")) == ["frank", "gina"]

@@ -551,9 +551,19 @@ function rolesOk(config) {
 
 const LABELS = { approve: "Approved", edit: "Edited", reject: "Rejected", respond: "Responded" };
 
+// Whether two reviewer ids name one person, for what the card offers (the server decides,
+// comparing them normalised: interlock.authz.reviewer_key)
+const idKey = (id) => String(id).normalize("NFKC").toLowerCase().trim();
+
 function reviewCard(t, intr, action, config, tool) {
   const allowed = new Set(config.allowed_decisions);
   const permitted = rolesOk(config);
+  // approvals of a call that needs several come from distinct reviewers: one already given
+  // here is not asked for again (a second would be refused); rejecting stays possible
+  const needed = config.approvals || 1;
+  const givenBy = (config.approved_by || []).map((a) => a.by);
+  const approvedByMe = needed > 1 && Boolean(state.me)
+    && givenBy.some((by) => idKey(by) === idKey(state.me.id));
   const status = h("p", { class: "card-status", role: "status" });
   const error = h("p", { class: "error", role: "alert" });
   const panel = h("div", { class: "panel", hidden: true });
@@ -579,7 +589,10 @@ function reviewCard(t, intr, action, config, tool) {
     });
     if (r.ok) {
       card.classList.add("decided");
-      status.textContent = `${LABELS[decision.type]}${decision.remember ? " (remembered for this thread)" : ""}. The run continues…`;
+      const waits = decision.type === "approve" ? needed - givenBy.length - 1 : 0;
+      status.textContent = waits > 0
+        ? `Your approval is counted (${givenBy.length + 1} of ${needed}). The call runs once ${waits} more reviewer${waits === 1 ? " approves" : "s approve"}.`
+        : `${LABELS[decision.type]}${decision.remember ? " (remembered for this thread)" : ""}. The run continues…`;
       panel.hidden = true;
       refreshDetail();
       decidedHere(t.thread_id, `${LABELS[decision.type]} ${action.name}`);
@@ -613,8 +626,7 @@ function reviewCard(t, intr, action, config, tool) {
       if (keepPanel && back && back.isConnected) back.focus();
     };
     // an approval that leaves the call waiting for others says so: nothing runs yet
-    const needed = config.approvals || 1;
-    const given = (config.approved_by || []).length;
+    const given = givenBy.length;
     const more = decision.type === "approve" ? Math.max(0, needed - given - 1) : 0;
     const yes = keyButton(more ? "Yes, run it once approved" : "Yes, run it", "Enter", { class: "btn approve confirm-yes",
       onclick: () => { confirmBox.hidden = true; decide(decision, errEl); } });
@@ -712,7 +724,7 @@ function reviewCard(t, intr, action, config, tool) {
   }
 
   const keys = {};
-  if (allowed.has("approve")) {
+  if (allowed.has("approve") && !approvedByMe) {
     const approve = () => decideOrConfirm(["Approve ", toolName(), "?"], { type: "approve" }, error);
     buttons.push(keyButton("Approve", "A", { class: "btn approve", onclick: approve }));
     keys.a = approve;
@@ -734,7 +746,8 @@ function reviewCard(t, intr, action, config, tool) {
   }
   // other requests of this tool wait: an offer to approve them together, each shown first
   let offer = null;
-  if (allowed.has("approve") && permitted && !batchRefusal(config, action) && !action.path) {
+  if (allowed.has("approve") && !approvedByMe && permitted && !batchRefusal(config, action)
+      && !action.path) {
     const others = candidates([...state.threads.values()], action.name, t.thread_id);
     if (others.length) {
       const several = () => {
@@ -780,10 +793,9 @@ function reviewCard(t, intr, action, config, tool) {
   if (action.reason) badges.push(h("span", { class: `badge ${action.reason === "outcome_unknown" ? "bad" : "warn"}` }, action.reason === "outcome_unknown" ? "outcome unknown" : action.reason));
   if (config.expires_at) badges.push(h("span", { class: "badge muted-badge", title: config.expires_at }, "expires ", relTime(config.expires_at)));
   if (config.reviewers) badges.push(h("span", { class: "badge role" }, "role: ", config.reviewers.join(" or ")));
-  if ((config.approvals || 1) > 1) {
-    const given = (config.approved_by || []).map((a) => a.by);
+  if (needed > 1) {
     badges.push(h("span", { class: "badge role", title: "approvals needed from distinct reviewers" },
-      `approvals ${given.length} of ${config.approvals}`, given.length ? [": ", lineEl(given.join(", "), 200)] : ""));
+      `approvals ${givenBy.length} of ${needed}`, givenBy.length ? [": ", lineEl(givenBy.join(", "), 200)] : ""));
   }
   if ((config.revision || 1) > 1) {
     badges.push(h("span", { class: "badge warn revision", title: "the call was edited; approvals of earlier revisions do not count" },
@@ -810,6 +822,10 @@ function reviewCard(t, intr, action, config, tool) {
     argsView(action.args),
     permitted ? null : h("p", { class: "notice" },
       `Only a reviewer with the role ${config.reviewers.join(" or ")} can decide this call.`),
+    approvedByMe ? h("p", { class: "notice approved-by-me" },
+      `You approved this call (${givenBy.length} of ${needed} approvals). It runs once `
+      + `${needed - givenBy.length} more reviewer${needed - givenBy.length === 1 ? " approves" : "s approve"}`
+      + (allowed.has("reject") ? "; you can still reject it." : ".")) : null,
     h("div", { class: "actions" }, buttons),
     offer, panel, confirmBox, status, error,
   ]);
