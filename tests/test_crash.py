@@ -268,3 +268,53 @@ def test_an_unknown_outcome_cannot_be_approved_and_remembered(durable: StoreFact
         assert s.lines() == []
     finally:
         agent.close()
+
+
+@pytest.mark.parametrize("point", ["decision", "running", "tool", "succeeded"])
+def test_cancel_after_a_crash_never_says_a_call_that_may_have_run_did_not(
+        durable: StoreFactory, point: str) -> None:
+    """Invariant 2: a known outcome is never turned into "unknown", and a call that may have
+    run is never recorded as not run. The process is killed at each point, then the thread is
+    cancelled from another process (no recovery first), through the CLI: a call that was
+    ``running`` is closed as outcome unknown (the model is told it may have taken effect), a
+    call killed before it started is closed as not run, a finished one keeps its result; the
+    tool never runs again."""
+    s = Scenario(durable)
+    call_id = s.request.tool_call_id
+    s.crash(point)
+    ran = len(s.lines())
+    cli = Path(sys.executable).with_name("interlock")
+    proc = subprocess.run([str(cli), "cancel", s.thread, "--db", s.url, "--reviewer", "ops",
+                           "--reason", "cleanup"], capture_output=True, text=True,
+                          timeout=TIMEOUT, env={**__import__("os").environ, "COLUMNS": "400"})
+    # a run killed after its result was stored has no open call: nothing to cancel (the
+    # sweep continues it); the result stays
+    assert proc.returncode == (1 if point == "succeeded" else 0), proc.stderr
+    agent = build_agent(s.url, s.effects)
+    try:
+        state = agent.get_thread(s.thread)
+        (entry,) = [e for e in agent.journal(s.thread) if e.tool_call_id == call_id]
+        (msg,) = [m for m in state.messages
+                  if getattr(m, "tool_call_id", None) == call_id and m.role == "tool"]
+        rows = [a for a in agent.audit(s.thread) if a.kind == "cancelled"]
+    finally:
+        agent.close()
+    assert not state.interrupts
+    assert len(rows) == (0 if point == "succeeded" else 1)
+    row = rows[0] if rows else None
+    assert len(s.lines()) == ran == (1 if point in ("tool", "succeeded") else 0)
+    if point in ("running", "tool"):  # the process stopped while the call was running
+        assert entry.state == "cancelled"
+        assert "outcome is unknown" in msg.content and "did not run" not in msg.content
+        assert row is not None and state.status == "idle"
+        assert row.data["outcome_unknown"] == [call_id]
+        assert "1 call(s) closed with their outcome unknown" in proc.stdout
+        assert "closed without running" not in proc.stdout
+    elif point == "decision":  # approved, never started
+        assert entry.state == "cancelled" and "did not run" in msg.content
+        assert row is not None and state.status == "idle"
+        assert "outcome_unknown" not in row.data
+        assert "1 open call(s) closed without running" in proc.stdout
+    else:  # it finished: its result stays
+        assert entry.state == "succeeded" and msg.content.startswith("appended")
+        assert "has no pending interrupt" in proc.stderr

@@ -411,7 +411,12 @@ class Agent:
         reviewer: Reviewer | str | None = None,
     ) -> RunResult:
         """Close every pending call with a "cancelled by reviewer" result; the thread goes idle.
-        ``reviewer`` needs the right to decide every pending call (:mod:`interlock.authz`)."""
+        ``reviewer`` needs the right to decide every pending call (:mod:`interlock.authz`).
+
+        A thread whose run stopped mid-way (its process died) is taken over first: a call
+        that was running then gets its result if this process kept it, else it is closed as
+        "outcome unknown" (it may have taken effect), never as "did not run"; the ``cancelled``
+        audit row lists such calls under ``outcome_unknown``."""
         rv, _ = _reviewer(reviewer)
         check_input(reason, "the cancel reason")
 

@@ -41,12 +41,19 @@ from ..storage.base import (
 )
 from ..subagents import SubAgentTool
 from .deps import RunDeps
+from .execute import settle_stopped_run
 from .pauses import replace_review, review_calls
 from .quorum import changes_call, check_self_approval, record_approval, revise
 from .reads import turn_message
 from .records import EntryChanges, ThreadChanges, entry_with, replaced
 from .resume import ResumeSpec, by_interrupt, interpret_command, target
-from .texts import cancel_text, expired_text, reject_text, unknown_reject_text
+from .texts import (
+    cancel_text,
+    expired_text,
+    reject_text,
+    unknown_cancel_text,
+    unknown_reject_text,
+)
 from .txn import AuditItem, ThreadTxn
 
 
@@ -294,8 +301,12 @@ async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Re
     """Close every open call of the thread as cancelled; the thread goes idle. ``reviewer``
     needs the right to decide every pending call (:mod:`interlock.authz`). Sub-agent threads
     the thread waits for are cancelled first (a sub-agent's thread itself is cancelled only
-    through its parent: ``routed``)."""
-    await txn.load()
+    through its parent: ``routed``).
+
+    A thread whose run stopped mid-way is taken over first: a call that was running when its
+    process stopped is never said not to have run. Its kept result is stored; without one
+    its outcome is unknown, and it is closed saying so."""
+    stopped = await txn.load()
     link = txn.thread.parent
     if link is not None and not routed:
         raise SubAgentThread(txn.thread_id, link.thread_id, link.tool_call_id,
@@ -306,19 +317,27 @@ async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Re
     t = txn.thread
     if not t.pending and t.turn is None:
         raise NoPendingInterrupt(txn.thread_id)
+    if stopped:
+        await settle_stopped_run(txn)
     await _cancel_children(txn, deps, reason, reviewer)
     t = txn.thread
     now = txn.now()
     updates: list[JournalEntry] = []
     results: list[ToolMessage] = []
+    unknown: list[str] = []
     if t.turn is not None:
         for call in turn_message(txn.snapshot).tool_calls:
             e = txn.snapshot.journal.get(call.id)
             if e is not None and e.state in FINAL_STATES and e.result is not None:
                 results.append(e.result)
                 continue
+            text = cancel_text
+            if e is not None and (e.state in (CallState.UNKNOWN, CallState.RUNNING) or (
+                    e.review is not None and e.review.reason == "outcome_unknown")):
+                text = unknown_cancel_text  # it may have run: never "did not run"
+                unknown.append(call.id)
             msg = ToolMessage(tool_call_id=call.id, name=call.name, status="error",
-                              content=cancel_text(call.name, call.id, reason), decision="cancel")
+                              content=text(call.name, call.id, reason), decision="cancel")
             results.append(msg)
             if e is not None:
                 updates.append(entry_with(
@@ -331,7 +350,8 @@ async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Re
         messages=results, journal=updates, turn=None, hooks=None, pending=[], status="idle",
         hold_lease=False, deciders=deciders,
         audit=[AuditItem(AuditKind.CANCELLED, actor, None,
-                         {"reason": reason, "calls": [e.tool_call_id for e in updates]})],
+                         {"reason": reason, "calls": [e.tool_call_id for e in updates],
+                          **({"outcome_unknown": unknown} if unknown else {})})],
     )
 
 

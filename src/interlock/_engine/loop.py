@@ -79,11 +79,7 @@ from .deps import RunDeps
 from .execute import (
     execute,
     handle_unknown,
-    known_outcome,
-    not_started,
-    put_back,
-    runnable_state,
-    store_outcome,
+    settle_stopped_run,
 )
 from .pauses import raise_question, raise_review
 from .reads import call_ids, run_result, turn_message
@@ -217,29 +213,7 @@ async def claimed(txn: ThreadTxn, deps: RunDeps) -> RunResult:
 async def take_over(txn: ThreadTxn, deps: RunDeps) -> RunResult:
     """Recover a loaded thread whose run stopped: calls that were ``running`` become
     ``unknown`` (and are retried or put to a reviewer), then the loop goes on."""
-    running = [e for e in txn.snapshot.journal.values() if e.state == CallState.RUNNING]
-    # results this process got but could not store are stored now, not declared unknown
-    known = [(e, msg) for e in running if (msg := known_outcome(txn, e)) is not None]
-    rest = [e for e in running if all(e is not k for k, _ in known)]
-    # calls whose tool this process knows it never called go back to their approved state
-    unstarted = [e for e in rest if not_started(txn, e)]
-    unknown = [e for e in rest if all(e is not u for u in unstarted)]
-    now = txn.now()
-    await txn.commit(
-        journal=[entry_with(e, state=CallState.UNKNOWN, updated_at=now)
-                 for e in unknown]
-        + [entry_with(e, state=e.paused_from or runnable_state(e), paused_from=None,
-                      updated_at=now, run_owner=None) for e in unstarted],
-        status="running", error=None,
-        audit=[AuditItem(AuditKind.OUTCOME_UNKNOWN, SYSTEM, e.tool_call_id,
-                         {"name": e.effective.name, "attempts": e.attempts}) for e in unknown]
-        + [AuditItem(AuditKind.RECOVERED, SYSTEM, None,
-                     {"previous_owner": txn.thread.lease_owner})],
-    )
-    for e in unstarted:  # stored back: nothing of them is left to know here
-        put_back(txn, e)
-    for e, msg in known:
-        await store_outcome(txn, e, msg)
+    await settle_stopped_run(txn)
     return await loop(txn, deps)
 
 

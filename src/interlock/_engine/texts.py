@@ -45,6 +45,17 @@ def cancel_text(name: str, call_id: str, reason: str | None) -> str:
     return text + (f" Reason: {reason}" if reason else "")
 
 
+def unknown_cancel_text(name: str, call_id: str, reason: str | None) -> str:
+    """Result of a call whose outcome is unknown (its process stopped while it ran) when the
+    thread is cancelled: it is not run again, and it may have taken effect."""
+    text = (
+        f"The tool call `{name}` (id {call_id}) was interrupted while it ran; its outcome is "
+        f"unknown (it may or may not have taken effect). A reviewer cancelled the thread, so "
+        f"it is not run again. Do not retry it unless the user asks."
+    )
+    return text + (f" Reason: {reason}" if reason else "")
+
+
 def expired_text(name: str, call_id: str) -> str:
     return (
         f"No reviewer decided in time on the tool call `{name}` (id {call_id}); it was "

@@ -135,6 +135,19 @@ def cancel(agent: Agent, thread_id: str, reason: str | None, reviewer: str | Non
     before = {e.tool_call_id for e in agent.get_thread(thread_id).journal
               if e.state not in FINAL_STATES}
     agent.cancel(thread_id, reason=reason, reviewer=who)
-    out().print(f"Cancelled thread {display.one_line(thread_id)!r}: {len(before)} open call(s) "
-                f"closed without "
-                f"running; the thread is idle.", highlight=False, markup=False)
+    # what the cancellation recorded: a call that was running when its process stopped was
+    # closed as "outcome unknown", and one whose result was kept got that result
+    row = next((a for a in reversed(agent.audit(thread_id)) if a.kind == "cancelled"), None)
+    closed = row.data.get("calls", []) if row is not None else sorted(before)
+    unknown = row.data.get("outcome_unknown", []) if row is not None else []
+    finished = len(before - set(closed))
+    parts = [f"{len(closed) - len(unknown)} open call(s) closed without running"] if len(
+        closed) > len(unknown) or not (unknown or finished) else []
+    if unknown:
+        parts.append(f"{len(unknown)} call(s) closed with their outcome unknown (they were "
+                     f"running when their process stopped and may have taken effect: check "
+                     f"before doing them again)")
+    if finished:
+        parts.append(f"{finished} call(s) had finished; their results are stored")
+    out().print(f"Cancelled thread {display.one_line(thread_id)!r}: {'; '.join(parts)}; the "
+                f"thread is idle.", highlight=False, markup=False)
