@@ -15,7 +15,8 @@
     │   └── InvalidDecision       the decisions do not fit the pending request
     ├── ConcurrencyError          another process or reviewer changed the thread first
     │   ├── InterruptConflict     another resume of the same interrupt won
-    │   │   └── StaleRevision     the decision was made for an earlier revision of the call
+    │   │   ├── StaleRevision     the decision was made for an earlier revision of the call
+    │   │   └── PositionTaken     an unkeyed response would skip to a call its sender was not shown
     │   ├── ThreadBusy            another process is advancing the thread right now
     │   └── VersionConflict       a store's compare-and-set lost: the thread's version moved
     ├── SubAgentThread            the thread belongs to a sub-agent: act on its parent
@@ -195,6 +196,28 @@ class InterruptConflict(ConcurrencyError):
         )
         self.thread_id = thread_id
         self.interrupt_id = interrupt_id
+
+
+class PositionTaken(InterruptConflict):
+    """A response sent without an interrupt id answers "the first pending call", and another
+    reviewer decided the call(s) before it since: the call it would now decide is not the one
+    its sender was shown. Nothing was stored."""
+
+    def __init__(self, thread_id: str, tool_call_id: str, name: str,
+                 decided: list[tuple[str, str, str]], lg_id: str) -> None:
+        what = "; ".join(f"call {cid!r} ({tool}) was decided by {who!r}"
+                         for cid, tool, who in decided)
+        ConcurrencyError.__init__(
+            self,
+            f"This response names no interrupt id, so it answers the first pending call of "
+            f"thread {thread_id!r} in order; but {what} since, so it would now decide call "
+            f"{tool_call_id!r} ({name}), which you may not have been shown. Nothing was "
+            f"stored. Reload the thread and answer the call you review keyed by its interrupt "
+            f"id ({{{lg_id!r}: response}})."
+        )
+        self.thread_id = thread_id
+        self.interrupt_id = None
+        self.tool_call_id = tool_call_id
 
 
 class StaleRevision(InterruptConflict):

@@ -11,7 +11,7 @@ import pytest
 
 from interlock import Agent, HumanInTheLoop, MemoryCheckpointer, ScriptedModel
 
-from .conftest import ALICE, TOKENS, bearer, running
+from .conftest import ALICE, BOB, TOKENS, bearer, running
 from .server_agents import EXECUTED, TOOLS, make_agent, script
 
 pytestmark = pytest.mark.anyio
@@ -419,3 +419,69 @@ async def test_the_state_at_the_latest_checkpoint_is_the_state() -> None:
             assert head in r.json()["message"]
         r = await c.get(f"/langgraph/threads/no-such-thread/state/{head}", headers=alice)
         assert r.status_code == 404 and r.json()["error"] == "ThreadNotFound", r.text
+
+
+async def test_a_response_without_an_id_never_skips_to_a_call_its_sender_was_not_shown(
+) -> None:
+    """Invariant 1 on the unkeyed resume shapes real clients send (Agent Inbox's
+    ``[HumanResponse]``, Agent Chat UI's ``{"decisions": [...]}``, a bare decision, a
+    request id with ``{"decisions": [...]}``): they answer the first pending call. When
+    another reviewer decided the call before it since, the call now first was not the one
+    shown: refused (409 PositionTaken), nothing stored, nothing run. The same reviewer
+    answering the calls one at a time, and a response keyed by the call's interrupt id, go
+    on as before."""
+    EXECUTED.clear()
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, tokens=TOKENS, langgraph_api=True) as s:
+        c = s.client
+        for base in ("/langgraph", "/langgraph/per-turn"):
+            tid, shown = await _paused(c, bearer(ALICE), "triple")
+            state = (await c.get(f"{base}/threads/{tid}/state",
+                                 headers=bearer(ALICE))).json()
+            request_id = state["interrupts"][0]["id"]
+            url = f"{base}/threads/{tid}/runs/wait"
+            # bob rejects the first call, named by its interrupt id
+            r = await c.post(url, headers=bearer(BOB), json={"assistant_id": "agent",
+                             "command": {"resume": {shown[0]["id"]: {"type": "reject"}}}})
+            assert r.status_code == 200, r.text
+            rows = len(await agent.aaudit(tid))
+            for resume in ([{"type": "accept", "args": None}],
+                           {"decisions": [{"type": "approve"}]},
+                           [{"type": "approve"}],
+                           {"type": "approve"},
+                           {"type": "accept", "args": None}):
+                r = await c.post(url, headers=bearer(ALICE),
+                                 json={"assistant_id": "agent", "command": {"resume": resume}})
+                assert r.status_code == 409, (base, resume, r.text)
+                body = r.json()
+                assert body["error"] == "PositionTaken", body
+                assert "'call_1_0' (execute_sql) was decided by 'bob'" in body["message"]
+                assert "'call_1_1' (write_file)" in body["message"]
+            if base.endswith("per-turn"):  # the whole request's id, decisions in order
+                r = await c.post(url, headers=bearer(ALICE), json={
+                    "assistant_id": "agent", "command": {"resume": {
+                        request_id: {"decisions": [{"type": "approve"}]}}}})
+                assert r.status_code == 409 and r.json()["error"] == "PositionTaken", r.text
+            assert EXECUTED == [] and len(await agent.aaudit(tid)) == rows
+            # bob himself may go on in order; alice may name the call she reviews
+            r = await c.post(url, headers=bearer(BOB), json={"assistant_id": "agent",
+                             "command": {"resume": [{"type": "accept", "args": None}]}})
+            assert r.status_code == 200, r.text
+            assert [name for name, _ in EXECUTED] == ["write_file"]
+            state = (await c.get(f"/langgraph/threads/{tid}/state",
+                                 headers=bearer(ALICE))).json()
+            (last,) = state["interrupts"]
+            r = await c.post(f"/langgraph/threads/{tid}/runs/wait", headers=bearer(ALICE),
+                             json={"assistant_id": "agent",
+                                   "command": {"resume": {last["id"]: {"type": "reject"}}}})
+            assert r.status_code == 200 and "__interrupt__" not in r.json(), r.text
+            EXECUTED.clear()
+
+        # one reviewer answering a turn's calls one at a time, without ids (Agent Inbox)
+        tid, shown = await _paused(c, bearer(ALICE), "triple")
+        for _ in shown:
+            r = await c.post(f"/langgraph/threads/{tid}/runs/wait", headers=bearer(ALICE),
+                             json={"assistant_id": "agent",
+                                   "command": {"resume": [{"type": "accept", "args": None}]}})
+            assert r.status_code == 200, r.text
+        assert [name for name, _ in EXECUTED] == ["execute_sql", "write_file", "set_limit"]

@@ -46,7 +46,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...agent import Agent, ThreadState
-from ...errors import InvalidDecision, NoPendingInterrupt, StaleInterrupt
+from ...authz import same_reviewer
+from ...errors import InvalidDecision, NoPendingInterrupt, PositionTaken, StaleInterrupt
+from ...storage.base import CallState
 from ...subagent_tree import tool_at
 from ...tools import Tool
 from .shapes import Pending, pending_entries
@@ -67,6 +69,9 @@ class Plan:
     """LangGraph interrupt ids this plan answers (for the run's metadata)."""
     reason: str | None = None
     """Why the calls are cancelled (``cancel``)."""
+    positional: list[str] = field(default_factory=list)
+    """The calls a response sent without an interrupt id decides, by their position among the
+    pending calls (``tool_call_id``s; empty: the response named what it decides)."""
 
 
 def is_human_response(value: Any) -> bool:
@@ -78,7 +83,39 @@ def is_human_response(value: Any) -> bool:
     return kind in HUMAN_RESPONSE_TYPES
 
 
-def plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
+def plan_resume(agent: Agent, state: ThreadState, resume: Any, who: str | None = None) -> Plan:
+    """What ``resume`` from the reviewer ``who`` does on the thread as ``state`` shows it.
+
+    A response sent without an interrupt id answers the first pending call(s) in order; it is
+    refused (:class:`~interlock.PositionTaken`) when another reviewer decided a call before
+    that one in the turn: it was shown something else first (invariant 1: an approval counts
+    only for what its sender was shown)."""
+    plan = _plan_resume(agent, state, resume)
+    if plan.positional and who is not None:
+        _check_position(state, plan, who)
+    return plan
+
+
+def _check_position(state: ThreadState, plan: Plan, who: str) -> None:
+    """Refuse a positional plan whose first call became first through another reviewer's
+    decision of an earlier call of the turn."""
+    journal = {e.tool_call_id: e for e in state.journal}
+    targets = [journal[c] for c in plan.positional if c in journal]
+    if not targets:
+        return
+    first = min(targets, key=lambda e: e.position)
+    others = [e for e in state.journal if e.position < first.position and e.review is not None
+              and e.state != CallState.PENDING_REVIEW and e.decided_by is not None
+              and not same_reviewer(e.decided_by, who)]
+    if others:
+        lg_id = next((p.lg_id for p in pending_entries(state) if p.action is not None
+                      and p.action.tool_call_id == first.tool_call_id), "")
+        raise PositionTaken(state.thread_id, first.tool_call_id, first.effective.name,
+                            [(e.tool_call_id, e.effective.name, e.decided_by or "")
+                             for e in others], lg_id)
+
+
+def _plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
     tid = state.thread_id
     entries = pending_entries(state)
     if not entries:
@@ -100,20 +137,32 @@ def plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
                 tid, f"got {len(resume)} responses for {len(reviews)} pending call(s) "
                 f"({_listing(reviews)}); send at most one response per pending call, in order, "
                 f"or key them by interrupt id.")
-        return _decide(agent, tid, list(zip(reviews, resume, strict=False)), keyed=False)
+        return _positional(_decide(agent, tid, list(zip(reviews, resume, strict=False)),
+                                   keyed=False))
     if is_human_response(resume):
         first = entries[0]
         if first.action is None:
             return _answer(tid, first, resume)
-        return _decide(agent, tid, [(first, resume)], keyed=False)
+        return _positional(_decide(agent, tid, [(first, resume)], keyed=False))
     items = decision_list(resume)
     reviews = [p for p in entries if p.action is not None]
     if items is not None and 0 < len(items) < len(reviews):
-        return _decide(agent, tid, _in_order(tid, reviews, items), keyed=False)
+        return _positional(_decide(agent, tid, _in_order(tid, reviews, items), keyed=False))
     if (isinstance(resume, Mapping) and ("decisions" in resume or "type" in resume)) or \
             isinstance(resume, list):
-        return Plan("decide", decisions=resume)
+        # the core pairs them with the pending calls in order (a decision naming its
+        # tool_call_id is checked there)
+        count = len(items) if items is not None else 1
+        return Plan("decide", decisions=resume, positional=[
+            p.action.tool_call_id for p in reviews[:count] if p.action is not None])
     return Plan("answer", value=resume)
+
+
+def _positional(plan: Plan) -> Plan:
+    """``plan`` (decisions keyed by ``tool_call_id``) marked as made by position."""
+    if isinstance(plan.decisions, Mapping):
+        plan.positional = list(plan.decisions)
+    return plan
 
 
 def decision_list(value: Any) -> list[Any] | None:
@@ -157,6 +206,7 @@ def _keyed(agent: Agent, tid: str, entries: list[Pending], by_id: dict[str, Pend
            requests: dict[str, Any], resume: Mapping[str, Any]) -> Plan:
     calls: list[tuple[Pending, Any]] = []
     questions: list[tuple[Pending, Any]] = []
+    positional: list[str] = []
     whole = False
     for key, value in resume.items():
         if key in requests and key not in by_id:  # a whole review request
@@ -170,9 +220,14 @@ def _keyed(agent: Agent, tid: str, entries: list[Pending], by_id: dict[str, Pend
                         tid, f"the response to review request {key} is not "
                         f"{{'decisions': [...]}}; answer a whole request with one decision "
                         f"per call, in order, or key each call by its own interrupt id.")
-                return Plan("decide", interrupt_id=key, decisions=value, answered=[key])
-            calls += _in_order(tid, [p for p in entries
-                                     if p.action is not None and p.interrupt.id == key], items)
+                first = next((p.action.tool_call_id for p in entries
+                              if p.action is not None and p.interrupt.id == key), None)
+                return Plan("decide", interrupt_id=key, decisions=value, answered=[key],
+                            positional=[first] if first is not None else [])
+            ordered = _in_order(tid, [p for p in entries
+                                      if p.action is not None and p.interrupt.id == key], items)
+            positional += [p.action.tool_call_id for p, _ in ordered if p.action is not None]
+            calls += ordered
             continue
         p = by_id[key]
         if p.action is None:
@@ -199,7 +254,9 @@ def _keyed(agent: Agent, tid: str, entries: list[Pending], by_id: dict[str, Pend
             f"run of its own. Pending: {_listing(entries)}.")
     if questions:
         return _answer(tid, *questions[0])
-    return _decide(agent, tid, calls, keyed=not whole)
+    plan = _decide(agent, tid, calls, keyed=not whole)
+    plan.positional = positional
+    return plan
 
 
 def _answer(tid: str, p: Pending, value: Any) -> Plan:

@@ -312,7 +312,7 @@ async def _plan(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCr
             if not current.interrupts:
                 raise NoPendingInterrupt(thread_id)
             return Plan("cancel", reason=RESOLVE_REASON), None
-        return plan_resume(api.state.agent, current, command["resume"]), None
+        return plan_resume(api.state.agent, current, command["resume"], caller.id), None
     if body.input is None:
         raise _unsupported(
             "UnsupportedInput",
