@@ -73,11 +73,17 @@ class CuttingProxy:
         self.loop.run_until_complete(server.wait_closed())
         self.loop.close()
 
+    def lose_next_answer(self) -> None:
+        """The next thread write (or ``COMMIT``) is delivered and its answer lost, for sure."""
+        self._lose_next = True
+
     def _cuts(self, data: bytes) -> bool:
-        if self.cut <= 0:
-            return False
         writes = b"COMMIT" in data or (b"interlock_threads" in data and (
             b"UPDATE" in data or b"INSERT" in data))
+        if writes and getattr(self, "_lose_next", False):
+            return True
+        if self.cut <= 0:
+            return False
         return writes and self.rng.random() < self.cut
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -99,7 +105,8 @@ class CuttingProxy:
                 if not from_client and link.deaf:
                     continue
                 if from_client and self._cuts(data):
-                    if self.rng.random() < 0.5:
+                    forced, self._lose_next = getattr(self, "_lose_next", False), False
+                    if not forced and self.rng.random() < 0.5:
                         self.counts.before += 1
                     else:
                         link.deaf = True

@@ -496,3 +496,59 @@ def test_health_says_live_updates_are_down_while_the_listen_connection_is(
     assert all("Pw-listen-9" not in r.getMessage() for r in caplog.records)
     stop()
     run(store.close())
+
+
+def test_a_lease_renewal_whose_answer_is_lost_does_not_cost_the_result(schema: str) -> None:
+    """Invariant 2 (a known outcome is never turned into "unknown"): while a tool runs, a
+    lease renewal reaches Postgres but its answer is lost (the connection is cut after the
+    server ran it). The run's result write then finds the version that renewal made: it is
+    this run's own, so the result is stored, not refused as another writer's (which left the
+    call to be declared outcome unknown once the lease ran out, and run again on approval)."""
+    from datetime import timedelta
+
+    from interlock import HumanInTheLoop, tool
+    from pg_proxy import CuttingProxy
+
+    proxy = CuttingProxy()
+    proxy.start()
+    gate, started, runs = threading.Event(), threading.Event(), []
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        runs.append(amount)
+        started.set()
+        gate.wait(30)
+        return f"paid {amount}"
+
+    url = PG_DSN.replace(":5432/", f":{proxy.port}/", 1)
+    store = PostgresCheckpointer(f"{url}?prepare_threshold=none", schema=schema)
+    agent = Agent(model=ScriptedModel([{"name": "pay", "args": {"amount": 7}}, "done."]),
+                  tools=[pay], middleware=[HumanInTheLoop(interrupt_on={"pay": True})],
+                  checkpointer=store, lease=timedelta(seconds=0.9))
+    out: dict[str, Any] = {}
+    try:
+        assert agent.invoke("pay 7", thread_id="t").interrupted
+        worker = threading.Thread(target=lambda: out.update(
+            r=agent.resume("t", [{"type": "approve"}])))
+        worker.start()
+        assert started.wait(30)
+        proxy.lose_next_answer()  # the next write is a renewal (every 0.3 s)
+        deadline = time.monotonic() + 20
+        while proxy.counts.after < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proxy.counts.after == 1
+        time.sleep(0.5)  # further renewals compare against the version that one made
+        gate.set()
+        worker.join(60)
+        assert out["r"].status == "completed" and out["r"].output == "done."
+        (entry,) = agent.journal("t")
+        assert entry.state == "succeeded" and entry.result is not None
+        assert entry.result.content == "paid 7" and runs == [7]
+        kinds = [a.kind for a in agent.audit("t")]
+        assert "outcome_unknown" not in kinds and kinds.count("tool_finished") == 1
+        assert not agent.keeps_unstored("t")
+    finally:
+        gate.set()
+        agent.close()
+        proxy.stop()

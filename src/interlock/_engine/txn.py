@@ -123,6 +123,8 @@ class ThreadTxn:
         self._lock = asyncio.Lock()
         self._key: AuditKey | None = None
         self._stored_told = False
+        self._renewal_unsure = False
+        """A lease renewal failed in a way that may have stored it (see :meth:`renew_lease`)."""
         self.children_busy = False
         """A sub-agent thread this run waits for is advanced by another process right now:
         the thread is left ``running`` without a lease (see :mod:`interlock._subagents`)."""
@@ -297,6 +299,8 @@ class ThreadTxn:
                 expected_version=expected,
             ))
         except VersionConflict:
+            if self._renewal_unsure and await self._adopt_own_renewal():
+                return await self._flush(hold_lease, queue)  # once: the flag is cleared
             raise (self.conflict or self._busy)() from None
         except StorageError:
             raise
@@ -414,7 +418,37 @@ class ThreadTxn:
                 if self.holding:
                     await self._flush(hold_lease=True)
         except Exception as exc:
+            # a write whose answer was lost may have been stored: the next commit's
+            # compare-and-set then finds the version it made (see _adopt_own_renewal)
+            self._renewal_unsure = True
             log.warning("thread %r: renewing the lease failed: %s", self.thread_id, exc)
+
+    async def _adopt_own_renewal(self) -> bool:
+        """After a renewal whose outcome is unknown, a lost compare-and-set may be that very
+        renewal having landed: the stored row is then the row this run last stored, one
+        version later, still under this run's lease, with no audit row, message or status
+        added. Take its version (True) so the commit is tried again; anything else is
+        another writer's change (False)."""
+        self._renewal_unsure = False
+        before = self._stored
+        if before is None:
+            return False
+        try:
+            snap = await self.store.load(self.thread_id, after_seq=ROW_ONLY)
+        except Exception:
+            return False
+        now = snap.thread if snap is not None else None
+        if now is None or now.version != before.version + 1 or \
+                now.lease_owner != self.lease.owner or \
+                (now.audit_seq, now.audit_hash, now.message_count, now.status, now.turn,
+                 now.pending) != (before.audit_seq, before.audit_hash, before.message_count,
+                                  before.status, before.turn, before.pending):
+            return False
+        log.info("thread %r: the lease renewal whose answer was lost had been stored; "
+                 "going on from version %d", self.thread_id, now.version)
+        self.version = now.version
+        self._stored = now
+        return True
 
     # ------------------------------------------------------------------ events
 
