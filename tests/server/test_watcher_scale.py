@@ -205,10 +205,14 @@ def test_a_request_pending_since_before_the_start_leaves_its_reviewers_inboxes(
             ev = sub.queue.get_nowait()
             assert ev is not None
             events.append(ev)
-        resolved = [e for e in events if e.event == "request_resolved"]
+        carol, dave = Reviewer("carol", frozenset({"ops"})), Reviewer("dave", frozenset({"sales"}))
+        resolved = [e for e in events if e.event == "request_resolved" and e.visible_to(carol)]
         assert [e.data["interrupt_id"] for e in resolved] == [paused.interrupts[0].id]
-        assert resolved[0].visible_to(Reviewer("carol", frozenset({"ops"})))
-        assert not resolved[0].visible_to(Reviewer("dave", frozenset({"sales"})))
+        # ... and nothing of what followed: she may not read the thread any more
+        seen = [(e.event, e.data["thread"]) for e in events if e.visible_to(carol)]
+        assert seen == [("request_resolved", {"thread_id": "t1", "readable": False}),
+                        ("thread_hidden", {"thread_id": "t1", "readable": False})]
+        assert not [e for e in events if e.visible_to(dave)]
         hub.close()
 
     asyncio.run(go())

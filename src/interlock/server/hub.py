@@ -35,8 +35,12 @@ class StreamEvent:
     facts: tuple[ThreadFacts, ...] = field(default=(), compare=False, repr=False)
     """Who may see the event: a reader of the thread in any of these states (empty: anyone
     the stream was opened for)."""
+    unless: tuple[ThreadFacts, ...] = field(default=(), compare=False, repr=False)
+    """...except a reader of the thread in any of these states (who is sent another event)."""
 
     def visible_to(self, reviewer: Reviewer | None) -> bool:
+        if self.unless and any(may_read(reviewer, f) for f in self.unless):
+            return False
         return not self.facts or any(may_read(reviewer, f) for f in self.facts)
 
     @functools.cached_property
@@ -76,9 +80,10 @@ class Hub:
         return f"{self.epoch}-{self._seq}"
 
     def publish(self, topic: str, event: str, data: dict[str, Any],
-                facts: tuple[ThreadFacts, ...] = ()) -> StreamEvent:
+                facts: tuple[ThreadFacts, ...] = (),
+                unless: tuple[ThreadFacts, ...] = ()) -> StreamEvent:
         self._seq += 1
-        ev = StreamEvent(f"{self.epoch}-{self._seq}", event, data, facts)
+        ev = StreamEvent(f"{self.epoch}-{self._seq}", event, data, facts, unless)
         buf = self._buffers.get(topic)
         if buf is None:
             buf = self._buffers[topic] = deque(maxlen=self._buffer)

@@ -22,10 +22,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..agent import Agent
+from ..authz import ThreadFacts, facts_of
 from ..decisions import Reviewer
 from ..errors import InterlockError
 from ..events import Event, RunCompleted, event_to_json
 from ..result import RunResult, result_of
+from ..storage.base import ROW_ONLY
 from .hub import Hub, Subscription, thread_topic
 
 log = logging.getLogger("interlock.server")
@@ -82,8 +84,19 @@ class Runner:
         accepted: asyncio.Future[None] = loop.create_future()
         topic = thread_topic(thread_id)
 
+        readers: list[tuple[ThreadFacts, ...]] = []
+
         async def sink(event: Event) -> None:
-            self.hub.publish(topic, event.type, event_to_json(event))
+            # a run's events go to the thread's readers as of its last commit (a decision may
+            # have left a reviewer who could read it while a call was pending without access):
+            # read again after each step but the model's text deltas, which follow no commit
+            if not readers or event.type != "model_text_delta":
+                facts = await self._readers(thread_id)
+                if facts is None and not readers:
+                    return  # not known who may see it: not published (the watcher's are)
+                if facts is not None:
+                    readers[:] = [facts]
+            self.hub.publish(topic, event.type, event_to_json(event), readers[0])
             if event.type in ("interrupt_raised", "tool_finished"):
                 self.on_change()
 
@@ -105,6 +118,16 @@ class Runner:
             return None  # 202, even when the run already ended: one answer per request kind
         return await asyncio.shield(task)
 
+    async def _readers(self, thread_id: str) -> tuple[ThreadFacts, ...] | None:
+        """Who may read the thread as stored now (None: it could not be read)."""
+        try:
+            snap = await self.agent.checkpointer.load(thread_id, after_seq=ROW_ONLY)
+        except Exception as exc:
+            log.debug("thread %r: reading who may see its run's events failed: %s",
+                      thread_id, exc)
+            return None
+        return (facts_of(snap.thread),) if snap is not None else None
+
     async def _drive(self, thread_id: str, run: Awaitable[RunResult],
                      accepted: asyncio.Future[None], follow: Subscription | None) -> RunResult:
         topic = thread_topic(thread_id)
@@ -120,16 +143,21 @@ class Runner:
             raise
         except Exception as exc:
             if accepted.done():  # a refused request is answered by its HTTP error instead
-                self.hub.publish(topic, "run_failed", {
-                    "type": "run_failed", "thread_id": thread_id, "error": type(exc).__name__,
-                    "message": str(exc)})
+                readers = await self._readers(thread_id)
+                if readers is not None:
+                    self.hub.publish(topic, "run_failed", {
+                        "type": "run_failed", "thread_id": thread_id,
+                        "error": type(exc).__name__, "message": str(exc)}, readers)
             raise
         finally:
             if follow is not None:
                 self.hub.unsubscribe(follow)
             self.on_change()
-        self.hub.publish(topic, "run_completed",
-                         event_to_json(RunCompleted(thread_id, result)))
+        # the run's result (its messages) goes to those who may read the thread now
+        readers = await self._readers(thread_id)
+        if readers is not None:
+            self.hub.publish(topic, "run_completed",
+                             event_to_json(RunCompleted(thread_id, result)), readers)
         return result
 
     async def _follow(self, thread_id: str, sub: Subscription, version: int) -> RunResult:

@@ -191,11 +191,13 @@ class InboxWatcher:
         seen = self._recent.get(r.thread_id)
         new = list(r.pending)
         new_ids = {i.id for i in new}
-        # an event is shown to the readers of the thread; a resolved request also to those
-        # who could read it while it was pending (so their inbox drops it)
+        # an event is shown to the readers of the thread; those who could read it while a
+        # request was pending and may not now are told only that the request and the thread
+        # left their inbox (nothing of what happened since)
         now = (facts,)
-        then = now + ((seen.facts,) if seen is not None else ()) + (
-            (before,) if before is not None else ())
+        former = tuple(f for f in ((seen.facts if seen is not None else None), before)
+                       if f is not None and f != facts)
+        gone = {"thread_id": r.thread_id, "readable": False}
         if seen is None:
             # not seen changing since start: a request is new if created since then, and the
             # ones gone are those the thread lists as recently answered
@@ -210,11 +212,16 @@ class InboxWatcher:
             resolved = sorted((seen.pending | (set(r.resolved) - seen.resolved)) - new_ids)
         for iid in resolved:
             self.hub.publish(INBOX, "request_resolved", {"interrupt_id": iid, "thread": summary},
-                             then)
+                             now)
+            if former:
+                self.hub.publish(INBOX, "request_resolved", {"interrupt_id": iid, "thread": gone},
+                                 former, unless=now)
         for iid in raised:
             self.hub.publish(INBOX, "request_raised", {"interrupt_id": iid, "thread": summary},
                              now)
-        self.hub.publish(INBOX, "thread_updated", {"thread": summary}, then)
+        self.hub.publish(INBOX, "thread_updated", {"thread": summary}, now)
+        if former:
+            self.hub.publish(INBOX, "thread_hidden", {"thread": gone}, former, unless=now)
         self.hub.publish(thread_topic(r.thread_id), "thread_updated", {"thread": summary}, now)
 
     def live_updates(self) -> str:

@@ -321,7 +321,16 @@ function wide() {
 
 function onInboxEvent(name, data) {
   if (name === "thread_updated" && data && data.thread) upsert(data.thread);
+  else if (name === "thread_hidden" && data && data.thread) hide(data.thread.thread_id);
   else if (name === "resync") loadList();
+}
+
+// a thread this reviewer may no longer read (the request that let them read it went away)
+function hide(threadId) {
+  if (!state.threads.delete(threadId)) return;
+  scheduleRecount();
+  scheduleRender();
+  if (threadId === state.selected) refreshDetail();
 }
 
 function startStream() {
