@@ -6,6 +6,7 @@ does not run again, and the parent completes. Real processes, SQLite and Postgre
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -130,3 +131,40 @@ def test_kill_between_a_grandchild_answer_and_the_top(stores: StoreFactory, poin
     else:
         assert final == "boss: manager: painter: painted the kitchen green"
     assert threads[top]["audit"].count("run_started") == 1
+
+
+@pytest.mark.parametrize("point", ["child_tool", "child_succeeded"])
+def test_cancel_after_a_kill_in_a_child_ends_every_thread_and_says_what_may_have_run(
+        stores: StoreFactory, point: str) -> None:
+    """Invariant 2: the process running the researcher's approved call is killed inside its
+    tool (after the side effect), or right after the tool's result is stored (before the
+    child's answer); then the parent is cancelled from another process, with no recovery
+    first. Every thread ends idle (none left ``running`` for a sweep that cannot move it),
+    the tool never runs again, and the parent's model is not told that the sub-agent "did
+    not run": it had started, and what it did may have taken effect."""
+    from interlock.storage.base import ROW_ONLY
+    from procs.subagent_team import Effects, build_team
+
+    run(stores, "start")
+    run(stores, "decide", "--tool", "drop_table")  # the sibling finishes
+    run(stores, "decide", "--tool", "delete_file", "--kill-at", point, expect_kill=True)
+    effects = Effects(stores.tmp_path / "effects.log")
+    assert effects.counts()["delete_file"] == 1
+    orch, _, _ = build_team(stores(), effects)
+    try:
+        orch.cancel(THREAD, reason="stop")
+        for tid in (THREAD, RESEARCHER, DBA):
+            state = orch.get_thread(tid)
+            assert state.status in ("idle", "completed") and not state.interrupts, (tid, state)
+            row = asyncio.run(orch.checkpointer.load(tid, after_seq=ROW_ONLY))
+            assert row is not None and not row.thread.lease_owner, (tid, row.thread)
+        assert orch.get_thread(RESEARCHER).status == "idle"
+        assert orch.recover_stale() == []
+        (msg,) = [m for m in orch.get_thread(THREAD).messages
+                  if getattr(m, "tool_call_id", None) == "ask_researcher"]
+        assert "may have taken effect" in msg.content and "did not run" not in msg.content
+        (row,) = [a for a in orch.audit(THREAD) if a.kind == "cancelled"]
+        assert row.data["outcome_unknown"] == ["ask_researcher"]
+        assert effects.counts() == {"delete_file": 1, "drop_table": 1}
+    finally:
+        orch.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import Any, NamedTuple
 
 from ..audit.records import AuditKind, digest
@@ -51,6 +52,7 @@ from .texts import (
     cancel_text,
     expired_text,
     reject_text,
+    subagent_cancel_text,
     unknown_cancel_text,
     unknown_reject_text,
 )
@@ -315,9 +317,9 @@ async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Re
     check_cancel(reviewer, facts_of(txn.thread))
     actor = actor_of(reviewer)
     t = txn.thread
-    if not t.pending and t.turn is None:
+    if not t.pending and t.turn is None and not stopped:
         raise NoPendingInterrupt(txn.thread_id)
-    if stopped:
+    if stopped:  # ended too when it stopped after its calls (in the model's answer)
         await settle_stopped_run(txn)
     await _cancel_children(txn, deps, reason, reviewer)
     t = txn.thread
@@ -335,6 +337,10 @@ async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Re
             if e is not None and (e.state in (CallState.UNKNOWN, CallState.RUNNING) or (
                     e.review is not None and e.review.reason == "outcome_unknown")):
                 text = unknown_cancel_text  # it may have run: never "did not run"
+                unknown.append(call.id)
+            elif e is not None and e.child_thread is not None:
+                # a sub-agent that started may have done part of its work
+                text = partial(subagent_cancel_text, thread=e.child_thread)
                 unknown.append(call.id)
             msg = ToolMessage(tool_call_id=call.id, name=call.name, status="error",
                               content=text(call.name, call.id, reason), decision="cancel")

@@ -56,6 +56,17 @@ def unknown_cancel_text(name: str, call_id: str, reason: str | None) -> str:
     return text + (f" Reason: {reason}" if reason else "")
 
 
+def subagent_cancel_text(name: str, call_id: str, reason: str | None, *, thread: str) -> str:
+    """Result of a sub-agent call (``Agent.as_tool``) cancelled after its sub-agent started:
+    what the sub-agent did before (its own approved tool calls) may have taken effect."""
+    text = (
+        f"The sub-agent call `{name}` (id {call_id}) was cancelled by a reviewer before it "
+        f"finished. The sub-agent had started (thread {thread}): tool calls it made before "
+        f"may have taken effect. Do not repeat the task unless the user asks."
+    )
+    return text + (f" Reason: {reason}" if reason else "")
+
+
 def expired_text(name: str, call_id: str) -> str:
     return (
         f"No reviewer decided in time on the tool call `{name}` (id {call_id}); it was "

@@ -142,7 +142,9 @@ def cancel(agent: Agent, thread_id: str, reason: str | None, reviewer: str | Non
     unknown = row.data.get("outcome_unknown", []) if row is not None else []
     finished = len(before - set(closed))
     parts = [f"{len(closed) - len(unknown)} open call(s) closed without running"] if len(
-        closed) > len(unknown) or not (unknown or finished) else []
+        closed) > len(unknown) else []
+    if not (closed or finished):
+        parts.append("no call was open (its run had stopped after its calls; it is ended)")
     if unknown:
         parts.append(f"{len(unknown)} call(s) closed with their outcome unknown (they were "
                      f"running when their process stopped and may have taken effect: check "
