@@ -1,6 +1,8 @@
 // HTTP and server-sent events for the inbox. The reviewer token is sent in the Authorization
 // header (never in a URL or a cookie); streams are read with fetch() so they carry it too.
 
+import { parseJSON } from "./exact.js";
+
 const KEY = "interlock.token";
 let token = sessionStorage.getItem(KEY) || localStorage.getItem(KEY) || "";
 let onUnauthorized = () => {};
@@ -79,7 +81,7 @@ async function settle(pending, { quiet = false } = {}) {
   }
   let data;
   try {
-    data = await res.json();
+    data = parseJSON(await res.text());
   } catch {
     data = { message: `HTTP ${res.status}` };
   }
@@ -105,7 +107,7 @@ function parseBlock(block) {
   }
   if (!seen) return null;
   try {
-    ev.data = ev.data ? JSON.parse(ev.data) : null;
+    ev.data = ev.data ? parseJSON(ev.data) : null;
   } catch {
     return null;
   }

@@ -5,6 +5,7 @@
 
 import { lineEl } from "./display.js";
 import { h, pretty } from "./dom.js";
+import { isRaw } from "./exact.js";
 
 const MAX_CELLS = 250000;  // beyond this a plain "all removed, all added" is shown
 
@@ -43,6 +44,10 @@ function asText(value) {
   return typeof value === "string" ? value : pretty(value);
 }
 
+function kindOf(value) {
+  return isRaw(value) ? "number" : typeof value;
+}
+
 function same(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -78,7 +83,7 @@ export function argsDiff(before, after, beforeName = null, afterName = null) {
       note = "removed";
     } else {
       lines = lineDiff(asText(b[k]), asText(a[k]));
-      if (typeof b[k] !== typeof a[k]) note = `was ${typeof b[k]}, now ${typeof a[k]}`;
+      if (kindOf(b[k]) !== kindOf(a[k])) note = `was ${kindOf(b[k])}, now ${kindOf(a[k])}`;
     }
     blocks.push(h("div", { class: "diff-arg", dataset: { arg: k } },
       h("div", { class: "diff-name" }, lineEl(k, 200, { class: "mono" }),

@@ -4,6 +4,7 @@
 // edit can be submitted; the server checks again and its message is shown if it disagrees.
 
 import { h, pretty } from "./dom.js";
+import { isRaw, numberText, parseJSON, rawKind, typedNumber } from "./exact.js";
 
 function resolve(root, schema) {
   let s = schema || {};
@@ -32,6 +33,7 @@ function unwrapOptional(root, schema) {
 
 function typeOf(value) {
   if (value === null) return "null";
+  if (isRaw(value)) return rawKind(value);
   if (Array.isArray(value)) return "array";
   if (Number.isInteger(value)) return "integer";
   return typeof value;
@@ -132,7 +134,7 @@ function field(root, name, rawSchema, value, present, required) {
     input = h("input", { id, type: "checkbox", checked: value === true });
   } else if (kind === "integer" || kind === "number") {
     input = h("input", { id, type: "text", inputmode: kind === "integer" ? "numeric" : "decimal",
-      value: present && !isNull ? String(value) : "", autocomplete: "off", spellcheck: "false" });
+      value: present && !isNull ? numberText(value) : "", autocomplete: "off", spellcheck: "false" });
   } else if (kind === "string") {
     const text = present && !isNull ? String(value) : "";
     const multi = text.length > 60 || text.includes("\n") || inner.maxLength === undefined && /query|content|body|text|sql|message|script/i.test(name);
@@ -169,15 +171,15 @@ function field(root, name, rawSchema, value, present, required) {
     }
     if (kind === "integer") {
       if (!/^-?\d+$/.test(text.trim())) return { set: true, error: "must be a whole number" };
-      return { set: true, value: Number(text.trim()) };
+      return { set: true, value: typedNumber(text.trim()) };
     }
     if (kind === "number") {
       const n = Number(text.trim());
       if (!Number.isFinite(n)) return { set: true, error: "must be a number" };
-      return { set: true, value: n };
+      return { set: true, value: typedNumber(text.trim()) };
     }
     try {
-      return { set: true, value: JSON.parse(text) };
+      return { set: true, value: parseJSON(text) };
     } catch (err) {
       return { set: true, error: `not valid JSON (${err.message})` };
     }
@@ -190,7 +192,7 @@ function field(root, name, rawSchema, value, present, required) {
       input.value = String(Math.max(0, i));
     } else if (kind === "boolean") input.checked = v === true;
     else if (kind === "json") input.value = has && v !== null ? pretty(v) : "";
-    else input.value = has && v !== null ? String(v) : "";
+    else input.value = has && v !== null ? numberText(v) : "";
   }
 
   return { name, el: wrap, input, nullBox, error, read, write };
@@ -233,7 +235,7 @@ export function argsEditor(schema, args) {
     let errors = [];
     if (rawMode) {
       try {
-        value = JSON.parse(raw.value);
+        value = parseJSON(raw.value);
       } catch (err) {
         errors.push(`not valid JSON: ${err.message}`);
       }
@@ -265,7 +267,7 @@ export function argsEditor(schema, args) {
     } else {
       let parsed;
       try {
-        parsed = JSON.parse(raw.value);
+        parsed = parseJSON(raw.value);
       } catch {
         summary.textContent = "Fix the JSON before switching back to the form.";
         return;

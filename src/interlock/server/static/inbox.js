@@ -6,6 +6,7 @@ import { codeSpans, jsonView, lineEl, showText, strings, textEl, warningBadge, w
 import { append, clear, count, h, keyButton, relTime, timeEl, warmIntl } from "./dom.js";
 import { argsDiff } from "./diff.js";
 import { argsEditor } from "./form.js";
+import { parseJSON } from "./exact.js";
 import { historyRow } from "./history.js";
 import { childNotice, pathEl, viaText } from "./subagents.js";
 import { batchRefusal, candidates, openBatch } from "./batch.js";
@@ -887,7 +888,7 @@ function inputCard(t, intr) {
     let answer = box.value;
     if (asJson.checked) {
       try {
-        answer = JSON.parse(box.value);
+        answer = parseJSON(box.value);
       } catch (err) {
         error.textContent = `Not valid JSON: ${err.message}`;
         return;
