@@ -373,11 +373,28 @@ def call_texts(name: str, description: str | None, args: Any, *more: str) -> lis
     return [name, shown, *more, *strings(args)]
 
 
+def default_part(description: str, name: str, args: dict[str, Any]) -> int:
+    """Where the default description's ``Tool: NAME / Args: <the arguments as JSON>`` lines
+    start in ``description`` (-1: it has none). Only lines that end the description and hold
+    exactly these arguments count: text a model wrote into an argument (a copy of the marker
+    in the middle of a query) never cuts what a policy says after it."""
+    marker = f"\n\nTool: {name}\nArgs: "
+    at = description.rfind(marker)
+    if at < 0:
+        return -1
+    try:
+        shown = json.loads(description[at + len(marker):])
+    except ValueError:
+        return -1
+    return at if shown == args else -1
+
+
 def shown_description(description: str, name: str, args: dict[str, Any]) -> str:
     """A request's description without what the card shows right below it anyway: the default
-    description's ``Tool: NAME / Args: ...`` lines, and a trailing argument text ("The agent
-    asks you: <question>", the question being an argument). The web inbox does the same."""
-    cut = description.find(f"\n\nTool: {name}\nArgs: ")
+    description's ``Tool: NAME / Args: ...`` lines (:func:`default_part`), and a trailing
+    argument text ("The agent asks you: <question>", the question being an argument). The web
+    inbox does the same."""
+    cut = default_part(description, name, args)
     text = description[:cut] if cut >= 0 else description
     for value in args.values():
         if isinstance(value, str) and len(value.strip()) >= 8 \

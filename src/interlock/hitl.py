@@ -431,6 +431,16 @@ class HumanInTheLoop(Middleware):
         cfg = self.config_for(tool_name)
         return tuple(cfg.reviewers) if cfg is not None and cfg.reviewers is not None else None
 
+    def describe(self, call: ToolCall, turn: ModelTurn) -> str | None:
+        """What this policy tells the reviewer of ``call`` (its ``description``, or the default
+        one) when the call is reviewed in ``turn``; ``None``: this middleware does not gate the
+        tool. Used for a call a reviewer edited into another revision, which is reviewed under
+        every rule of its tool, its description included."""
+        cfg = self.config_for(call.name)
+        if cfg is None:
+            return None
+        return self._describe(cfg, call, turn, self._view(turn))
+
     def _view(self, turn: ModelTurn) -> Callable[[], list[Any]]:
         """The conversation for ``state["messages"]``, converted once per turn when read."""
         made: list[list[Any]] = []

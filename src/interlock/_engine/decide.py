@@ -192,7 +192,8 @@ def _apply_decisions(
     for r in resolved:
         cid = r.call.request.tool_call_id
         check_self_approval(txn.thread_id, r.call, r, spec.actor)
-        revised = (revise(r.call, r, spec.actor, spec.reviewer, now, deps)
+        revised = (revise(r.call, r, spec.actor, spec.reviewer, now, deps, txn.thread_id,
+                          txn.snapshot.messages)
                    if changes_call(r.call, r) else None)
         partial = record_approval(txn.thread_id, r.call, r, spec.actor, now, revised)
         if partial is not None:  # the call needs more approvals: recorded in the request

@@ -8,8 +8,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..authz import ToolPolicy
-from ..hitl import InterruptOn
-from ..middleware import BoundMiddleware, ToolCallHandler
+from ..hitl import HumanInTheLoop, InterruptOn
+from ..messages import AssistantMessage, Message, ToolCall
+from ..middleware import BoundMiddleware, ModelTurn, ToolCallHandler
 from ..models.base import Model
 from ..observe.hooks import Observer
 from ..tools import Tool
@@ -60,6 +61,20 @@ class RunDeps:
             if m.policy_for is not None and isinstance(p := m.policy_for(tool_name),
                                                        InterruptOn):
                 return p
+        return None
+
+    def describe(self, call: ToolCall, thread_id: str,
+                 messages: Sequence[Message]) -> str | None:
+        """What the policy that gates ``call``'s tool tells its reviewer of it (a
+        ``HumanInTheLoop`` description, worked out for these arguments); ``None``: no such
+        policy describes it."""
+        for m in self.middleware:
+            if isinstance(m.obj, HumanInTheLoop) and isinstance(
+                    m.policy_for(call.name) if m.policy_for is not None else None, InterruptOn):
+                message = AssistantMessage(content="", tool_calls=[call])
+                turn = ModelTurn(thread_id=thread_id, message=message,
+                                 messages=[*messages, message], tools=self.tools_by_name)
+                return m.obj.describe(call, turn)
         return None
 
     def schema(self, tool_name: str) -> dict[str, Any]:

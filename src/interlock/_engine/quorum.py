@@ -30,12 +30,14 @@ shows the request shows them.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 
 from ..authz import Reviewer, may_decide, same_reviewer
 from ..decisions import Approve, Edit, PendingCall, ResolvedDecision
 from ..errors import InvalidDecision, NotAuthorized
 from ..hitl import ALL_DECISIONS, InterruptOn
+from ..messages import Message, ToolCall
 from ..review_request import ApprovalRecord, ReviewConfig, review_config
 from .deps import RunDeps
 
@@ -66,7 +68,8 @@ def changes_call(call: PendingCall, r: ResolvedDecision) -> bool:
 
 
 def revise(call: PendingCall, r: ResolvedDecision, actor: str, reviewer: Reviewer | None,
-           now: datetime, deps: RunDeps) -> PendingCall:
+           now: datetime, deps: RunDeps, thread_id: str = "",
+           messages: Sequence[Message] = ()) -> PendingCall:
     """The next revision of ``call`` after the edit ``r`` by ``actor`` (``reviewer``): the
     edited tool and arguments, under the policy of that tool (an ungated tool: one approval
     by anyone). The edit counts as the new revision's first approval only where its editor
@@ -84,11 +87,16 @@ def revise(call: PendingCall, r: ResolvedDecision, actor: str, reviewer: Reviewe
         name, policy, now=now, args_schema=deps.schema(name),
         requested_by=call.config.requested_by, revision=call.config.revision + 1,
         edited_by=actor, approved_by=counted)
-    shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
+    edited = f"Edited by {actor} (revision {config.revision}; the model proposed " \
+             f"{call.request.name})."
+    # what the tool's policy says of the call as edited (e.g. its risk), worked out again
+    said = deps.describe(ToolCall(id=call.request.tool_call_id, name=name, args=args),
+                         thread_id, messages)
+    if said is None:
+        shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
+        said = f"Tool: {name}\nArgs: {shown}"
     request = call.request.model_copy(update={
-        "name": name, "args": args, "reason": None,
-        "description": f"Edited by {actor} (revision {config.revision}; the model proposed "
-                       f"{call.request.name}).\n\nTool: {name}\nArgs: {shown}"})
+        "name": name, "args": args, "reason": None, "description": f"{edited}\n\n{said}"})
     return PendingCall(request, config)
 
 

@@ -85,10 +85,11 @@ def _summary(args: dict[str, Any]) -> str:
     return _cut(" · ".join(parts))
 
 
-def _risk(name: str, description: str) -> str:
+def _risk(name: str, description: str, args: dict[str, Any]) -> str:
     """What the policy says of the call, on one line; nothing for the default description,
-    which only repeats the tool and its arguments after a prefix (hitl.default_description)."""
-    if f"\n\nTool: {name}\nArgs: " in description:
+    which only repeats the tool and its arguments after a prefix (hitl.default_description;
+    recognised by :func:`~interlock.display.default_part`, never by a marker a model wrote)."""
+    if display.default_part(description, name, args) >= 0:
         return ""
     return _cut(" ".join(description.split()))
 
@@ -113,7 +114,8 @@ def pending_summary(intr: Interrupt) -> PendingSummary:
                 tool_call_id=a.tool_call_id, name=a.name, args_preview=_preview(a.args),
                 args_summary=_summary(a.args),
                 allowed_decisions=list(c.allowed_decisions), reviewers=c.reviewers,
-                expires_at=c.expires_at, reason=a.reason, risk=_risk(a.name, a.description),
+                expires_at=c.expires_at, reason=a.reason, risk=_risk(a.name, a.description,
+                                                                   a.args),
                 display_warnings=display.warnings(display.inspect(
                     display.call_texts(a.name, a.description, a.args))),
                 path=a.path)

@@ -6,7 +6,7 @@ import { codeSpans, jsonView, lineEl, showText, strings, textEl, warningBadge, w
 import { append, clear, count, h, keyButton, relTime, timeEl, warmIntl } from "./dom.js";
 import { argsDiff } from "./diff.js";
 import { argsEditor } from "./form.js";
-import { parseJSON } from "./exact.js";
+import { isRaw, parseJSON } from "./exact.js";
 import { historyRow } from "./history.js";
 import { childNotice, pathEl, viaText } from "./subagents.js";
 import { batchRefusal, candidates, openBatch } from "./batch.js";
@@ -787,8 +787,7 @@ function reviewCard(t, intr, action, config, tool) {
   }
 
   // the default description repeats the tool and its arguments, shown below anyway
-  const marker = `\n\nTool: ${action.name}\nArgs: `;
-  const cut = (action.description || "").indexOf(marker);
+  const cut = defaultPart(action.description || "", action.name, action.args || {});
   let description = cut >= 0 ? action.description.slice(0, cut) : action.description;
   // a description that ends with an argument's text ("The agent asks you: <question>") does not
   // repeat it: the argument is shown right below, exactly as it runs
@@ -844,6 +843,27 @@ function reviewCard(t, intr, action, config, tool) {
   // Esc answers an open confirmation with no (an edit stays open), else closes the panel
   card.keys.escape = () => (confirmBox.hidden ? closePanel() : confirmBox.cancel());
   return card;
+}
+
+// Where the default description's "Tool: NAME / Args: <the arguments as JSON>" lines start
+// (-1: none), as interlock.display.default_part finds them: only lines that end the
+// description and hold exactly these arguments, so a copy of the marker that a model wrote into
+// an argument never cuts what a policy says after it.
+function defaultPart(description, name, args) {
+  const marker = `\n\nTool: ${name}\nArgs: `;
+  const at = description.lastIndexOf(marker);
+  if (at < 0) return -1;
+  try {
+    return canonical(parseJSON(description.slice(at + marker.length))) === canonical(args) ? at : -1;
+  } catch {
+    return -1;
+  }
+}
+
+// JSON with object keys sorted: equal for equal values whatever the order of their keys
+function canonical(value) {
+  return JSON.stringify(value, (key, v) => (v && typeof v === "object" && !Array.isArray(v)
+    && !isRaw(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
 }
 
 // Arguments as a readable list (strings shown as their text, line breaks included) with a
