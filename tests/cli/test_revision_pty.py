@@ -101,3 +101,27 @@ def test_an_approval_that_waits_for_another_reviewer_says_so(
     (config,) = agent.get_thread("q").interrupts[0].value.review_configs
     assert [a.by for a in config.approved_by or []] == ["frank"]
     agent.close()
+
+
+def test_an_approval_given_meanwhile_is_counted_before_frank_is_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While frank looks at the payment (no approval yet: "approval 1 of 2" would be his),
+    gina approves it. When frank presses a, the terminal reads the call again: his approval
+    is the second, so it says the call runs at once (not "this is approval 1 of 2"), and
+    answering yes runs it once."""
+    agent, child = frank_reviews_a_payment(tmp_path, monkeypatch, "g")
+    try:
+        child.expect(r"\[q\] quit\s*\r?\n> ")
+        agent.resume("g", [{"type": "approve"}],
+                     reviewer=Reviewer("gina", frozenset({"finance"})))
+        assert executions() == []
+        child.send("a")
+        child.expect(words("Approve pay? It runs at once."))
+        assert "approval 1 of 2" not in child.before
+        child.send("y")
+        child.expect("No more pending")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert executions() == ["pay acme 100"]
+    agent.close()

@@ -217,3 +217,37 @@ def test_a_reviewer_whose_approval_is_counted_is_not_asked_again(
     assert executions() == ["pay acme 100"]
     assert sorted(a.actor for a in agent.audit("t") if a.kind in (
         "decision", "approval_recorded")) == ["frank", "gina"]
+
+
+def test_an_approval_given_meanwhile_redraws_the_card_before_frank_approves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """frank has the payment open (approvals 0 of 2); gina approves it through the API. The
+    card is drawn again with her approval counted, so frank's confirmation says the call runs
+    at once (not "this is approval 1 of 2") before he answers yes; it runs once."""
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
+    agent = make_agent(SqliteCheckpointer(tmp_path / "db.sqlite"))
+    server = LiveServer(agent, tokens=TOKENS)
+    try:
+        httpx.post(f"{server.url}/api/threads", params={"wait": "true"}, headers=as_("hal"),
+                   json={"thread_id": "t", "message": proposal("pay", account="acme",
+                                                               amount=100)}, timeout=60)
+        with inbox_page("frank") as page:
+            page.goto(f"{server.url}/#/t/t")
+            card = page.locator('.card[data-tool="pay"]')
+            expect(card.locator(".badge.role").filter(has_text="approvals")).to_have_text(
+                "approvals 0 of 2")
+            r = httpx.post(f"{server.url}/api/threads/t/decisions", headers=as_("gina"),
+                           json={"decisions": [{"type": "approve", "revision": 1}]}, timeout=60)
+            assert r.status_code in (200, 202), r.text
+            expect(card.locator(".badge.role").filter(has_text="approvals")).to_have_text(
+                "approvals 1 of 2: gina")
+            assert executions() == []
+            card.get_by_role("button", name="Approve", exact=True).click()
+            expect(card.locator(".confirm")).to_contain_text("It runs at once.")
+            expect(card.locator(".confirm")).not_to_contain_text("approval 1 of 2")
+            card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+            expect(page.locator('.detail-head [data-status]')).to_have_attribute(
+                "data-status", "completed")
+    finally:
+        server.stop()
+    assert executions() == ["pay acme 100"]

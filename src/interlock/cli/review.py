@@ -373,13 +373,14 @@ class ReviewSession:
             if item.request is None:
                 return self.answer_question(item)
             if key == "a":
-                more = self.approvals_after_mine(item)
-                if not self.confirm_run(item, Text.assemble(
+                now = self.current(item)
+                more = self.approvals_after_mine(now)
+                if not self.confirm_run(now, Text.assemble(
                         "Approve ", (display.one_line(item.request.name), "bold"),
-                        "? " + (self.quorum_text(item, more) if more else "It runs at once.")),
+                        "? " + (self.quorum_text(now, more) if more else "It runs at once.")),
                         RUN_KEYS if not more else COUNT_KEYS):
                     return "back"
-                return self.submit(item, {"type": "approve"}, WAITS if more else "approved")
+                return self.submit(now, {"type": "approve"}, WAITS if more else "approved")
             if key == "m":
                 name = display.one_line(item.request.name)
                 if not self.confirm_run(item, Text.assemble(
@@ -409,6 +410,19 @@ class ReviewSession:
             self.console.print("(back)", style="dim")
             return "back"
         return "back"
+
+    def current(self, item: Item) -> Item:
+        """``item`` as stored now, for a call that needs several approvals: another reviewer's
+        approval since it was shown changes what one here does (it may run the call). The
+        item as shown when the call is gone or was edited (sending the decision says so)."""
+        if item.request is None or item.config is None or item.config.approvals_required <= 1:
+            return item
+        state = self.load(item.thread_id)
+        for now in self.items_of(state) if state is not None else []:
+            if now.key == item.key and now.config is not None \
+                    and now.config.revision == item.config.revision:
+                return now
+        return item
 
     @staticmethod
     def approvals_after_mine(item: Item) -> int:

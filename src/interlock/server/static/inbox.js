@@ -528,10 +528,20 @@ function renderRequests(t) {
       const req = intr.value;
       req.action_requests.forEach((action, i) => {
         // an edit makes a new revision: a new card, whose decisions name that revision
-        const key = `${intr.id}:${action.tool_call_id}:${req.review_configs[i].revision || 1}`;
-        const card = state.cards.get(key)
-          || reviewCard(t, intr, action, req.review_configs[i],
-            (t.call_tools || {})[`${intr.id}:${action.tool_call_id}`] || t.tools[action.name]);
+        const config = req.review_configs[i];
+        const key = `${intr.id}:${action.tool_call_id}:${config.revision || 1}`;
+        let card = state.cards.get(key);
+        // another reviewer's approval of a call that needs several changes what the card
+        // says (its count, whether an approval here runs the call): it is drawn again, an open
+        // confirmation with it, unless this reviewer decided it or writes in one of its panels
+        if (card && card.dataset.approvals !== String((config.approved_by || []).length)
+            && !card.classList.contains("decided")
+            && !card.querySelector(":scope > .panel:not([hidden])")) {
+          card.remove();
+          card = null;
+        }
+        card = card || reviewCard(t, intr, action, config,
+          (t.call_tools || {})[`${intr.id}:${action.tool_call_id}`] || t.tools[action.name]);
         card.dataset.key = key;
         next.set(key, card);
         keyed.push([key, card]);
@@ -578,7 +588,8 @@ function reviewCard(t, intr, action, config, tool) {
   const error = h("p", { class: "error", role: "alert" });
   const panel = h("div", { class: "panel", hidden: true });
   const buttons = [];
-  const card = h("article", { class: "card", dataset: { callId: action.tool_call_id, tool: action.name } });
+  const card = h("article", { class: "card", dataset: { callId: action.tool_call_id, tool: action.name,
+    approvals: String(givenBy.length) } });
 
   let revalidate = null;  // the open panel's own check (an edit may still be invalid)
 
