@@ -43,6 +43,22 @@ def inbox_page(who: str) -> Iterator[Page]:
             browser.close()
 
 
+@contextlib.contextmanager
+def payment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
+    """(the agent, the URL of a live server) whose thread ``t`` proposes ``pay(acme, 100)``
+    (two finance approvals), started by hal."""
+    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
+    agent = make_agent(SqliteCheckpointer(tmp_path / "db.sqlite"))
+    server = LiveServer(agent, tokens=TOKENS)
+    try:
+        httpx.post(f"{server.url}/api/threads", params={"wait": "true"}, headers=as_("hal"),
+                   json={"thread_id": "t", "message": proposal("pay", account="acme",
+                                                               amount=100)}, timeout=60)
+        yield agent, server.url
+    finally:
+        server.stop()
+
+
 def test_a_stale_card_cannot_approve_the_edited_call(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
@@ -176,15 +192,9 @@ def test_a_reviewer_whose_approval_is_counted_is_not_asked_again(
     is counted and the call waits for one more (not "the run continues"). Reloaded, the card
     offers him no Approve (a second approval by him would be refused) and says why; Reject is
     still offered. gina's approval then runs the call once."""
-    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
-    agent = make_agent(SqliteCheckpointer(tmp_path / "db.sqlite"))
-    server = LiveServer(agent, tokens=TOKENS)
-    try:
-        httpx.post(f"{server.url}/api/threads", params={"wait": "true"}, headers=as_("hal"),
-                   json={"thread_id": "t", "message": proposal("pay", account="acme",
-                                                               amount=100)}, timeout=60)
+    with payment(tmp_path, monkeypatch) as (agent, url):
         with inbox_page("frank") as page:
-            page.goto(f"{server.url}/#/t/t")
+            page.goto(f"{url}/#/t/t")
             card = page.locator('.card[data-tool="pay"]')
             card.get_by_role("button", name="Approve", exact=True).click()
             card.locator(".confirm").get_by_role(
@@ -205,15 +215,13 @@ def test_a_reviewer_whose_approval_is_counted_is_not_asked_again(
             page.keyboard.press("a")  # the key does nothing either
             expect(card.locator(".confirm")).to_be_hidden()
         with inbox_page("gina") as page:
-            page.goto(f"{server.url}/#/t/t")
+            page.goto(f"{url}/#/t/t")
             card = page.locator('.card[data-tool="pay"]')
             expect(card.locator(".approved-by-me")).to_have_count(0)
             card.get_by_role("button", name="Approve", exact=True).click()
             card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
             expect(page.locator('.detail-head [data-status]')).to_have_attribute(
                 "data-status", "completed")
-    finally:
-        server.stop()
     assert executions() == ["pay acme 100"]
     assert sorted(a.actor for a in agent.audit("t") if a.kind in (
         "decision", "approval_recorded")) == ["frank", "gina"]
@@ -224,30 +232,21 @@ def test_an_approval_given_meanwhile_redraws_the_card_before_frank_approves(
     """frank has the payment open (approvals 0 of 2); gina approves it through the API. The
     card is drawn again with her approval counted, so frank's confirmation says the call runs
     at once (not "this is approval 1 of 2") before he answers yes; it runs once."""
-    monkeypatch.setenv("INTERLOCK_TEST_RUNS", str(tmp_path / "runs.txt"))
-    agent = make_agent(SqliteCheckpointer(tmp_path / "db.sqlite"))
-    server = LiveServer(agent, tokens=TOKENS)
-    try:
-        httpx.post(f"{server.url}/api/threads", params={"wait": "true"}, headers=as_("hal"),
-                   json={"thread_id": "t", "message": proposal("pay", account="acme",
-                                                               amount=100)}, timeout=60)
-        with inbox_page("frank") as page:
-            page.goto(f"{server.url}/#/t/t")
-            card = page.locator('.card[data-tool="pay"]')
-            expect(card.locator(".badge.role").filter(has_text="approvals")).to_have_text(
-                "approvals 0 of 2")
-            r = httpx.post(f"{server.url}/api/threads/t/decisions", headers=as_("gina"),
-                           json={"decisions": [{"type": "approve", "revision": 1}]}, timeout=60)
-            assert r.status_code in (200, 202), r.text
-            expect(card.locator(".badge.role").filter(has_text="approvals")).to_have_text(
-                "approvals 1 of 2: gina")
-            assert executions() == []
-            card.get_by_role("button", name="Approve", exact=True).click()
-            expect(card.locator(".confirm")).to_contain_text("It runs at once.")
-            expect(card.locator(".confirm")).not_to_contain_text("approval 1 of 2")
-            card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
-            expect(page.locator('.detail-head [data-status]')).to_have_attribute(
-                "data-status", "completed")
-    finally:
-        server.stop()
+    with payment(tmp_path, monkeypatch) as (_agent, url), inbox_page("frank") as page:
+        page.goto(f"{url}/#/t/t")
+        card = page.locator('.card[data-tool="pay"]')
+        expect(card.locator(".badge.role").filter(has_text="approvals")).to_have_text(
+            "approvals 0 of 2")
+        r = httpx.post(f"{url}/api/threads/t/decisions", headers=as_("gina"),
+                       json={"decisions": [{"type": "approve", "revision": 1}]}, timeout=60)
+        assert r.status_code in (200, 202), r.text
+        expect(card.locator(".badge.role").filter(has_text="approvals")).to_have_text(
+            "approvals 1 of 2: gina")
+        assert executions() == []
+        card.get_by_role("button", name="Approve", exact=True).click()
+        expect(card.locator(".confirm")).to_contain_text("It runs at once.")
+        expect(card.locator(".confirm")).not_to_contain_text("approval 1 of 2")
+        card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+        expect(page.locator('.detail-head [data-status]')).to_have_attribute(
+            "data-status", "completed")
     assert executions() == ["pay acme 100"]
