@@ -146,3 +146,43 @@ async def test_a_single_decision_object_is_held_to_the_same_limits(tmp_path: Pat
                          json={"decisions": {"type": "reject", "message": "no"}})
         assert r.status_code == 200 and r.json()["status"] == "completed", r.text
     await agent.checkpointer.close()
+
+
+@pytest.mark.anyio
+async def test_langgraph_metadata_is_bounded_and_a_refused_run_keeps_nothing(
+        tmp_path: Path) -> None:
+    """Metadata of a LangGraph thread or run is kept in the server's memory (the run registry,
+    threads created and not run yet): bounded in bytes and in how many keys and values it
+    holds (70,000 one-byte keys fit in a 1 MiB body and cost over 10 MB each). A run refused
+    before its input was stored (409: the thread waits for a decision) is not kept."""
+    agent = make_agent(SqliteCheckpointer(tmp_path / "i.db"))
+    async with running(agent, tokens={CAROL: {"id": "carol", "roles": []}},
+                       langgraph_api=True) as s:
+        c, h = s.client, bearer(CAROL)
+        many = {f"k{i}": i for i in range(300)}  # 3 KiB: under the bytes, over the count
+        r = await c.post("/langgraph/threads", headers=h, json={"metadata": many})
+        assert r.status_code == 422 and "max_metadata_values" in r.json()["message"], r.text
+        deep: Any = 1
+        for _ in range(300):
+            deep = {"a": deep}
+        r = await c.post("/langgraph/threads", headers=h, json={"metadata": deep})
+        assert r.status_code == 422 and "max_metadata_values" in r.json()["message"], r.text
+        r = await c.post("/langgraph/threads", headers=h,
+                         json={"metadata": {"note": "x" * 20_000}})
+        assert r.status_code == 422 and "max_metadata_bytes" in r.json()["message"], r.text
+        r = await c.post("/langgraph/threads", headers=h, json={"metadata": {"team": "ops"}})
+        assert r.status_code == 200, r.text
+        tid = r.json()["thread_id"]
+        run = {"assistant_id": "agent", "input": {"messages": [{"role": "user",
+                                                                "content": "sql DELETE"}]}}
+        r = await c.post(f"/langgraph/threads/{tid}/runs/wait", headers=h, json=run)
+        assert r.status_code == 200 and "__interrupt__" in r.json(), r.text
+        for body in ({**run, "metadata": many}, {**run, "metadata": {"n": "x" * 20_000}}):
+            r = await c.post(f"/langgraph/threads/{tid}/runs", headers=h, json=body)
+            assert r.status_code == 422, r.text
+        for _ in range(3):  # refused: the thread waits for a decision
+            r = await c.post(f"/langgraph/threads/{tid}/runs", headers=h,
+                             json={**run, "metadata": {"try": 1}})
+            assert r.status_code == 409 and r.json()["error"] == "ThreadInterrupted", r.text
+        runs = (await c.get(f"/langgraph/threads/{tid}/runs", headers=h)).json()
+        assert len(runs) == 1 and all("try" not in r["metadata"] for r in runs), runs

@@ -36,6 +36,11 @@ class Limits:
     """The answer to an ``interrupt(...)`` question."""
     max_decisions: int = 1000
     """Decisions in one request."""
+    max_metadata_bytes: int = 16 * KIB
+    """The metadata of a thread or a run (LangGraph API)."""
+    max_metadata_values: int = 256
+    """Keys, list items and values in the metadata of a thread or a run, counted at every
+    depth (many small keys cost far more memory than their bytes)."""
     failed_token_attempts: int = 10
     """Failed attempts with one wrong token within ``failed_token_window`` seconds before that
     token gets 429; ten times as many from one client address before every token from it
@@ -44,7 +49,8 @@ class Limits:
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_message_chars", "max_args_bytes",
-                     "max_answer_bytes", "max_decisions", "failed_token_attempts"):
+                     "max_answer_bytes", "max_decisions", "max_metadata_bytes",
+                     "max_metadata_values", "failed_token_attempts"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"Limits({name}=...) must be at least 1.")
         if self.failed_token_window <= 0:
@@ -61,6 +67,17 @@ class Limits:
         size = json_size(value)
         if size > limit:
             raise too_large(field, f"{size} bytes of JSON", limit_name, f"{limit} bytes")
+
+    def metadata(self, field: str, value: Any) -> None:
+        """The metadata of a thread or a run: its bytes, and how many keys and values it
+        holds at every depth."""
+        if value is None:
+            return
+        self.json_value(field, value, "max_metadata_bytes", self.max_metadata_bytes)
+        count = json_values(value, self.max_metadata_values + 1)
+        if count > self.max_metadata_values:
+            raise too_large(field, f"more than {self.max_metadata_values} keys and values",
+                            "max_metadata_values", str(self.max_metadata_values))
 
     def decisions(self, raw: Any) -> None:
         """Every text and edited argument object of a decisions body, whatever its shape
@@ -81,6 +98,20 @@ class Limits:
             if isinstance(action, dict):
                 self.json_value(f"{where}.edited_action", action, "max_args_bytes",
                                 self.max_args_bytes)
+
+
+def json_values(value: Any, stop: int) -> int:
+    """Keys, list items and values in ``value`` at every depth (counting stops at ``stop``)."""
+    count, todo = 0, [value]
+    while todo and count < stop:
+        item = todo.pop()
+        count += 1
+        if isinstance(item, dict):
+            count += len(item)
+            todo.extend(item.values())
+        elif isinstance(item, list | tuple):
+            todo.extend(item)
+    return count
 
 
 def json_size(value: Any) -> int:

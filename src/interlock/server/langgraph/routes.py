@@ -280,6 +280,7 @@ async def _plan(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCr
                 explicit: bool) -> tuple[Plan | None, str | None]:
     """What the run does: resume (a plan) or start with a message (its text)."""
     api.check_assistant(body.assistant_id)
+    api.state.limits.metadata("metadata", body.metadata)  # kept with the run's record
     for name in ("interrupt_before", "interrupt_after"):
         if getattr(body, name):  # a client that asks to pause is never run without the pause
             raise _unsupported(
@@ -388,7 +389,7 @@ async def _start(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunC
         result = await _launch(api, caller, thread_id, plan, text, wait=False)
     except BaseException as exc:
         api.state.hub.unsubscribe(sub)
-        rec.finish("error", {"error": type(exc).__name__, "message": str(exc)})
+        api.runs.refused(rec, exc)
         raise
     rec.status = "running"
     if result is not None:  # finished at once (a cancel)
@@ -456,9 +457,7 @@ def build_router(fmt: Format) -> APIRouter:
             raise ApiError(409, "ThreadExists",
                            f"Thread {thread_id!r} already exists (created, no run yet); pass "
                            f"if_exists='do_nothing' to get it, or use another thread_id.")
-        if body.metadata:
-            api.state.limits.json_value("metadata", body.metadata, "max_answer_bytes",
-                                        api.state.limits.max_answer_bytes)
+        api.state.limits.metadata("metadata", body.metadata)
         api.remember_new(thread_id, body.metadata, caller)
         return api.new_json(thread_id)
 
@@ -552,7 +551,7 @@ def build_router(fmt: Format) -> APIRouter:
         try:
             result = await _launch(api, caller, thread_id, plan, text, wait=True)
         except BaseException as exc:
-            rec.finish("error", {"error": type(exc).__name__, "message": str(exc)})
+            api.runs.refused(rec, exc)
             raise
         rec.finish("interrupted" if result is not None and result.interrupted else "success")
         return JSONResponse(await _values(api, caller, thread_id, fmt),

@@ -17,7 +17,13 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ...agent import ThreadState
-from ...errors import InterlockError
+from ...errors import (
+    ConcurrencyError,
+    InterlockError,
+    NotAuthorized,
+    ResumeError,
+    ThreadInterrupted,
+)
 from ..hub import StreamEvent, Subscription, thread_topic
 from ..sse import next_event
 from ..state import ServerState
@@ -85,6 +91,13 @@ class RunRegistry:
         while len(self._runs) > KEEP_RUNS:
             self._runs.popitem(last=False)
         return rec
+
+    def refused(self, rec: RunRecord, exc: BaseException) -> None:
+        """``rec`` ended with ``exc``: a run refused before its input was stored (a conflict,
+        a wrong decision, a role) never existed and is not kept; any other ends in error."""
+        rec.finish("error", {"error": type(exc).__name__, "message": str(exc)})
+        if isinstance(exc, ResumeError | ConcurrencyError | NotAuthorized | ThreadInterrupted):
+            self._runs.pop(rec.run_id, None)
 
     def get(self, thread_id: str, run_id: str) -> RunRecord | None:
         rec = self._runs.get(run_id)
