@@ -8,14 +8,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ... import __version__
 from ...agent import ThreadState
 from ...authz import same_reviewer
-from ...errors import NoPendingInterrupt, NotAuthorized, ThreadNotFound
+from ...errors import (
+    InterlockError,
+    ModelError,
+    NoPendingInterrupt,
+    NotAuthorized,
+    RunLimitExceeded,
+    ThreadNotFound,
+)
 from ...result import RunResult
 from ...storage.base import ThreadRecord
 from ...text import check_thread_id
@@ -26,6 +33,7 @@ from ..hub import Subscription
 from ..state import ServerState, get_state
 from .responses import Plan, plan_resume
 from .runs import (
+    STOPPED,
     STREAM_MODES,
     LoadState,
     RunRecord,
@@ -353,6 +361,15 @@ def _check_sizes(state: ServerState, plan: Plan | None, text: str | None) -> Non
         limits.decisions(plan.decisions)
 
 
+def _run_failed(exc: Exception) -> bool:
+    """Whether ``exc`` ended a run after its input was stored (the model failed, the run
+    went past its turns, a tool's own error escaped), not a refusal of the request (a
+    conflict, a wrong decision, a role, the store), which keeps its HTTP status."""
+    if isinstance(exc, ModelError | RunLimitExceeded):
+        return True
+    return not isinstance(exc, InterlockError | ApiError | HTTPException)
+
+
 async def _launch(api: LangGraphAPI, caller: Identity, thread_id: str, plan: Plan | None,
                   text: str | None, *, wait: bool) -> RunResult | None:
     state = api.state
@@ -550,6 +567,17 @@ def build_router(fmt: Format) -> APIRouter:
         rec = api.runs.new(thread_id, api.assistant, body.metadata)
         try:
             result = await _launch(api, caller, thread_id, plan, text, wait=True)
+        except Exception as exc:
+            api.runs.refused(rec, exc)
+            if not _run_failed(exc):
+                raise
+            # the run was accepted and failed (the model raised, too many turns): as
+            # LangGraph answers it, the thread's values with "__error__" (the SDK's
+            # runs.wait raises it, or returns it with raise_error=False)
+            values = await _values(api, caller, thread_id, fmt)
+            return JSONResponse({**values, "__error__": {"error": type(exc).__name__,
+                                                         "message": str(exc)}},
+                                headers=_run_location(request, rec))
         except BaseException as exc:
             api.runs.refused(rec, exc)
             raise
@@ -629,7 +657,10 @@ def build_router(fmt: Format) -> APIRouter:
         await api.check_readable(thread_id, caller)
         rec = _run(api, thread_id, run_id)
         await rec.done.wait()
-        return JSONResponse(await _values(api, caller, thread_id, fmt))
+        values = await _values(api, caller, thread_id, fmt)
+        if rec.status == "error" and rec.error is not None and rec.error is not STOPPED:
+            values["__error__"] = dict(rec.error)  # as runs.wait answers a failed run
+        return JSONResponse(values)
 
     return router
 
