@@ -190,6 +190,9 @@ class StreamContext:
     """The id of the model message whose text is streaming now."""
     streamed: dict[str, str] = field(default_factory=dict)
     """Text streamed so far per model message id (``messages`` modes)."""
+    whole: set[str] = field(default_factory=set)
+    """Model messages sent whole (the run had stored them before their text reached this
+    stream): their text deltas arriving later are not sent again as chunks."""
 
     def meta(self, node: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {**self.assistant.metadata(), "run_id": self.rec.run_id,
@@ -310,7 +313,7 @@ def _message_chunk(ctx: StreamContext, ev: StreamEvent) -> list[bytes]:
     """A piece of model text in the ``messages`` modes: ``messages-tuple`` sends the chunk and
     its metadata, ``messages`` the metadata once and then the message so far."""
     mid = ctx.streaming
-    if ev.event != "model_text_delta" or mid is None:
+    if ev.event != "model_text_delta" or mid is None or mid in ctx.whole:
         return []
     text = str(ev.data.get("text", ""))
     out: list[bytes] = []
@@ -333,6 +336,8 @@ def _whole_message(ctx: StreamContext, m: dict[str, Any], node: str) -> list[byt
     sent again in ``messages-tuple`` (the client has joined the chunks): only its tool calls
     follow, as one more chunk."""
     out: list[bytes] = []
+    if m.get("type") == "ai" and m["id"] not in ctx.streamed:
+        ctx.whole.add(m["id"])
     if "messages-tuple" in ctx.modes:
         if m["id"] not in ctx.streamed:
             out.append(sse("messages", [m, ctx.meta(node)]))
