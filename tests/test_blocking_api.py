@@ -130,3 +130,44 @@ def test_storage_io_runs_inline_only_on_the_blocking_calls_own_loop() -> None:
         assert asyncio.run(probe()).startswith("store-worker")  # plain async caller
     finally:
         worker.shutdown()
+
+
+def test_a_tool_that_outlives_ctrl_c_has_its_result_stored_before_close(
+        sqlite_stores: StoreFactory) -> None:
+    """Invariant 2 (a known outcome is never turned into "unknown"): Ctrl-C while a sync tool
+    runs ends the blocking call, but the tool (in its thread) goes on and returns. The
+    process's next and last blocking call is ``close()``: it waits for that tool and stores its
+    result before closing the store (it used to close the store at once; the result was lost
+    at exit and the next process asked "outcome unknown" about a call that had finished)."""
+    from datetime import timedelta
+
+    if threading.current_thread() is not threading.main_thread():
+        unavailable("The Ctrl-C test", "signals are delivered to the main thread only")
+    gate, ran = threading.Event(), []
+
+    @tool
+    def transfer() -> str:
+        """Move money (not idempotent)."""
+        ran.append(1)
+        signal.raise_signal(signal.SIGINT)  # the user presses Ctrl-C while the tool runs
+        gate.wait(20)
+        return "transferred"
+
+    model = [{"name": "transfer", "args": {}, "id": "t1"}, "done"]
+    agent = Agent(model=ScriptedModel(model), tools=[transfer], checkpointer=sqlite_stores(),
+                  tool_grace=timedelta(seconds=0.2))
+    with pytest.raises(KeyboardInterrupt):
+        agent.invoke("go", thread_id="t")
+    threading.Timer(0.5, gate.set).start()  # the tool returns after the call was given up
+    agent.close()
+    again = Agent(model=ScriptedModel(model), tools=[transfer], checkpointer=sqlite_stores())
+    try:
+        (entry,) = again.journal("t")
+        assert entry.state == "succeeded" and entry.result is not None
+        assert entry.result.content == "transferred"
+        assert "outcome_unknown" not in [a.kind for a in again.audit("t")]
+        out = again.recover("t")
+        assert out.output == "done" and not out.interrupted
+        assert ran == [1]
+    finally:
+        again.close()

@@ -21,6 +21,7 @@ from ._engine import (
     T,
     ThreadTxn,
     build_tool_handler,
+    finish_pending,
     only_here,
     perform,
     public_interrupt,
@@ -85,6 +86,9 @@ from .thread_state import ThreadState as ThreadState  # its import path since th
 from .tools import Tool, ToolSource
 
 log = logging.getLogger("interlock")
+
+CLOSE_WAIT = 30.0
+"""Seconds ``Agent.close()`` waits for tools still running after their run was cancelled."""
 
 _UNSET: Any = object()
 """How far up the parents of a sub-agent's thread are followed."""
@@ -713,7 +717,15 @@ class Agent:
         return run_blocking(self.aexport_audit_head(), "export_audit_head")
 
     async def aclose(self) -> None:
-        """Close the tool sources (e.g. stop MCP servers) and the checkpointer."""
+        """Close the tool sources (e.g. stop MCP servers) and the checkpointer. A tool still
+        running after its run was cancelled (Ctrl-C in a blocking call) is waited for first,
+        up to ``CLOSE_WAIT`` seconds, so that its outcome is stored rather than left to be
+        declared unknown."""
+        left = await finish_pending(CLOSE_WAIT)
+        if left:
+            log.warning("closing with %d tool call(s) of cancelled runs still running: their "
+                        "outcomes are unknown to this process; recovery will ask about them",
+                        left)
         for source in self.tool_sources:
             await source.aclose()
         await self.checkpointer.close()

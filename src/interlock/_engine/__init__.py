@@ -9,7 +9,7 @@
 from . import decide, loop
 from .children import child_state, state_of
 from .deps import RunDeps
-from .execute import build_tool_handler
+from .execute import build_tool_handler, finish_pending
 from .perform import Step, T, perform
 from .reads import run_result
 from .resume import ResumeSpec
@@ -30,6 +30,7 @@ __all__ = [
     "build_tool_handler",
     "child_state",
     "decide",
+    "finish_pending",
     "loop",
     "only_here",
     "perform",

@@ -12,6 +12,7 @@ then, as long as the event loop runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Sequence
@@ -265,7 +266,10 @@ def _finish_later(txn: ThreadTxn, tool_task: asyncio.Future[ToolMessage]) -> Non
     hold = local_run(thread_id)
     hold.__enter__()
 
+    stored = False
+
     async def finish() -> None:
+        nonlocal stored
         try:
             async with txn.keep_lease():
                 await asyncio.wait({tool_task})
@@ -275,10 +279,18 @@ def _finish_later(txn: ThreadTxn, tool_task: asyncio.Future[ToolMessage]) -> Non
                 await _store_ended(txn, entry, tool_task)  # the question waits for a person
                 return
             await store_outcome(txn, entry, _settle(tool_task, entry))
+            stored = True
             await txn.commit(status="failed", error="The run was cancelled while a tool ran; "
                              "the tool's result is stored. Recover the thread to continue.",
                              hold_lease=False)
         except BaseException as exc:  # logged; recovery takes over
+            # stopped itself (the process exits, the store closed) after the tool returned:
+            # its result is kept where recovery finds it, not lost to "outcome unknown"
+            if not stored and tool_task.done() and not tool_task.cancelled() and \
+                    not isinstance(tool_task.exception(), PauseRun):
+                with contextlib.suppress(Exception):
+                    spill.keep(txn.store, (thread_id, entry.tool_call_id, entry.attempts),
+                               _settle(tool_task, entry))
             log.warning("thread %r: storing the result of a tool that outlived its cancelled "
                         "run failed: %s", thread_id, exc)
         finally:
@@ -291,6 +303,18 @@ def _finish_later(txn: ThreadTxn, tool_task: asyncio.Future[ToolMessage]) -> Non
 
 _FINISHING: set[asyncio.Task[None]] = set()
 """Tasks storing the outcome of tools whose run was cancelled (kept referenced)."""
+
+
+async def finish_pending(within: float) -> int:
+    """Let the tools that outlived their cancelled runs on this event loop end and their
+    outcomes be stored, for up to ``within`` seconds (before a store is closed). Returns
+    how many are still running."""
+    loop = asyncio.get_running_loop()
+    mine = [t for t in _FINISHING if t.get_loop() is loop and not t.done()]
+    if not mine:
+        return 0
+    _, pending = await asyncio.wait(mine, timeout=within)
+    return len(pending)
 
 
 def not_started(txn: ThreadTxn, e: JournalEntry) -> bool:
