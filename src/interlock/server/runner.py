@@ -87,10 +87,10 @@ class Runner:
         readers: list[tuple[ThreadFacts, ...]] = []
 
         async def sink(event: Event) -> None:
-            # a run's events go to the thread's readers as of its last commit (a decision may
-            # have left a reviewer who could read it while a call was pending without access):
-            # read again after each step but the model's text deltas, which follow no commit
-            if not readers or event.type != "model_text_delta":
+            # a run's events go to the thread's readers as of its input's commit (a decision
+            # may have left a reviewer who could read it while a call was pending without
+            # access), read again when the run raises a request (its reviewers may read it)
+            if not readers or event.type == "interrupt_raised":
                 facts = await self._readers(thread_id)
                 if facts is None and not readers:
                     return  # not known who may see it: not published (the watcher's are)
