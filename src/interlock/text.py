@@ -50,25 +50,33 @@ def text_problem(text: str) -> str | None:
     return f"{what} at position {m.start()}"
 
 
-def _find(value: Any, where: str) -> tuple[str, str] | None:
+MAX_NESTING = 100
+"""Levels of lists and objects input may hold (JSON serialisers stop far beyond what any real
+decision, answer or message holds; deeper input is refused, not failed on when stored)."""
+
+
+def _find(value: Any, where: str, depth: int = 0) -> tuple[str, ...] | None:
     kind = type(value)
     if kind is str or isinstance(value, str):
         problem = text_problem(value)
         return (where, f"contains {problem}") if problem else None
     if kind is int or kind is bool or value is None:
         return None
+    if depth >= MAX_NESTING:
+        return (where, f"is nested more than {MAX_NESTING} levels deep (lists and objects "
+                       f"inside each other)", "Send flatter data.")
     if isinstance(value, BaseModel):
         value = value.model_dump()
     if type(value) is dict or isinstance(value, Mapping):
         for k, v in value.items():
             if isinstance(k, str) and (problem := text_problem(k)):
                 return f"a key of {where}", f"contains {problem}"
-            found = _find(v, f"{where}.{k}")
+            found = _find(v, f"{where}.{k}", depth + 1)
             if found:
                 return found
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
-            found = _find(v, f"{where}[{i}]")
+            found = _find(v, f"{where}[{i}]", depth + 1)
             if found:
                 return found
     return None

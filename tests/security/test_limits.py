@@ -186,3 +186,33 @@ async def test_langgraph_metadata_is_bounded_and_a_refused_run_keeps_nothing(
             assert r.status_code == 409 and r.json()["error"] == "ThreadInterrupted", r.text
         runs = (await c.get(f"/langgraph/threads/{tid}/runs", headers=h)).json()
         assert len(runs) == 1 and all("try" not in r["metadata"] for r in runs), runs
+
+
+@pytest.mark.anyio
+async def test_deeply_nested_input_is_refused_with_a_422_and_stores_nothing(
+        server: tuple[Server, Path]) -> None:
+    """Values nested far deeper than any real decision or answer (500 levels, 1 KB: under
+    every size limit) are refused as input (422 InvalidText, the level limit named), not
+    failed on when stored (a 500 with a serialiser's error), on the decision's metadata and
+    on an answer alike; the thread is unchanged and usable."""
+    s, store = server
+    await _prepare(s)
+    c = s.client
+    nested = "[" * 500 + "]" * 500
+    answer = "[" * 200 + "]" * 200  # under this module's max_answer_bytes (500)
+    for _ in range(3):
+        await s.agent.alist_threads()
+    before = files(store)
+    for path, token, body in (
+            ("/api/threads/sql/decisions", BOB,
+             '{"decisions": [{"type": "approve", "metadata": {"a": ' + nested + '}}]}'),
+            ("/api/threads/q/answer", CAROL, '{"value": ' + answer + '}')):
+        r = await c.post(path, headers={**bearer(token), "Content-Type": "application/json"},
+                         content=body)
+        assert r.status_code == 422, (path, r.status_code, r.text)
+        assert r.json()["error"] == "InvalidText", r.text
+        assert "nested more than 100 levels" in r.json()["message"], r.text
+    assert files(store) == before
+    r = await c.post("/api/threads/sql/decisions", headers=bearer(BOB), params={"wait": "true"},
+                     json={"decisions": [{"type": "reject"}]})
+    assert r.status_code == 200 and r.json()["status"] == "completed", r.text
