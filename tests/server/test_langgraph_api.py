@@ -485,3 +485,38 @@ async def test_a_response_without_an_id_never_skips_to_a_call_its_sender_was_not
                                    "command": {"resume": [{"type": "accept", "args": None}]}})
             assert r.status_code == 200, r.text
         assert [name for name, _ in EXECUTED] == ["execute_sql", "write_file", "set_limit"]
+
+
+async def test_a_lone_question_takes_any_value_and_options_that_change_what_happens_are_refused(
+) -> None:
+    """When only an ``interrupt()`` question waits, any resume value is its answer (a list, an
+    object with ``type`` too), as in LangGraph. A run's ``after_seconds`` and ``webhook`` and a
+    thread's ``supersteps`` would change what happens: refused (422 UnsupportedOption) with
+    nothing created or run, never silently ignored."""
+    EXECUTED.clear()
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, langgraph_api=True) as s:
+        c = s.client
+        for answer in (["blue", "green"], {"type": "colour", "value": "blue"},
+                       {"decisions": "none"}):
+            tid, pending = await _paused(c, {}, "pick")
+            assert len(pending) == 1
+            r = await c.post(f"/langgraph/threads/{tid}/runs/wait", json={
+                "assistant_id": "agent", "command": {"resume": answer}})
+            assert r.status_code == 200 and "__interrupt__" not in r.json(), r.text
+            assert EXECUTED[-1] == ("pick_colour", {"answer": answer})
+        before = len(EXECUTED)
+        tid, _ = await _paused(c, {}, "sql DELETE FROM t")
+        for extra, word in (({"after_seconds": 30}, "after_seconds"),
+                            ({"webhook": "http://127.0.0.1:9/done"}, "webhook")):
+            r = await c.post(f"/langgraph/threads/{tid}/runs/wait", json={
+                "assistant_id": "agent", "command": {"resume": {"decisions": [
+                    {"type": "approve"}]}}, **extra})
+            assert r.status_code == 422 and r.json()["error"] == "UnsupportedOption", r.text
+            assert word in r.json()["message"]
+        assert len(EXECUTED) == before
+        r = await c.post("/langgraph/threads", json={"thread_id": "with-steps", "supersteps": [
+            {"updates": [{"values": {"messages": []}, "as_node": "model"}]}]})
+        assert r.status_code == 422 and r.json()["error"] == "UnsupportedOption", r.text
+        r = await c.get("/langgraph/threads/with-steps")
+        assert r.status_code == 404, r.text

@@ -146,6 +146,8 @@ def _plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
         return _positional(_decide(agent, tid, [(first, resume)], keyed=False))
     items = decision_list(resume)
     reviews = [p for p in entries if p.action is not None]
+    if not reviews:  # only a question waits: any value is its answer, as in LangGraph
+        return Plan("answer", value=resume)
     if items is not None and 0 < len(items) < len(reviews):
         return _positional(_decide(agent, tid, _in_order(tid, reviews, items), keyed=False))
     if (isinstance(resume, Mapping) and ("decisions" in resume or "type" in resume)) or \

@@ -187,6 +187,8 @@ class ThreadCreate(_Body):
     thread_id: str | None = Field(default=None, min_length=1, max_length=200)
     metadata: dict[str, Any] | None = None
     if_exists: Literal["raise", "do_nothing"] | None = None
+    supersteps: Any = None
+    """Refused when given (a thread's state comes from its runs here)."""
 
 
 class ThreadSearch(_Body):
@@ -219,6 +221,10 @@ class RunCreate(_Body):
     if_not_exists: Literal["create", "reject"] | None = None
     interrupt_before: Any = None
     interrupt_after: Any = None
+    after_seconds: float | None = None
+    """Refused when positive (a run here starts when it is asked for)."""
+    webhook: str | None = None
+    """Refused when given (nothing here would call it when the run ends)."""
 
 
 class StateUpdate(_Body):
@@ -289,6 +295,17 @@ async def _plan(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCr
     """What the run does: resume (a plan) or start with a message (its text)."""
     api.check_assistant(body.assistant_id)
     api.state.limits.metadata("metadata", body.metadata)  # kept with the run's record
+    if body.after_seconds:  # never run at another time than the client asked for
+        raise _unsupported(
+            "UnsupportedOption",
+            "after_seconds is not supported: a run starts when it is created. Nothing was "
+            "run; send the run without after_seconds when it should start.")
+    if body.webhook:
+        raise _unsupported(
+            "UnsupportedOption",
+            "webhook is not supported: nothing would call it when the run ends. Nothing was "
+            "run; follow the run with runs.join or runs.stream, or configure interlock's "
+            "notifications (docs/notifications.md).")
     for name in ("interrupt_before", "interrupt_after"):
         if getattr(body, name):  # a client that asks to pause is never run without the pause
             raise _unsupported(
@@ -459,6 +476,12 @@ def build_router(fmt: Format) -> APIRouter:
 
     @router.post("/threads", tags=["threads"])
     async def create_thread(api: API, caller: Caller, body: ThreadCreate) -> dict[str, Any]:
+        if body.supersteps:  # never a thread without the state its client asked for
+            raise _unsupported(
+                "UnsupportedOption",
+                "supersteps is not supported: a thread's state comes from its runs here. "
+                "Nothing was created; create the thread without supersteps and send its "
+                "first message as a run's input.")
         thread_id = body.thread_id or str(uuid.uuid4())
         check_thread_id(thread_id)  # as the core checks it when the first run stores it
         current = await api.load(thread_id, caller)
