@@ -520,3 +520,27 @@ async def test_a_lone_question_takes_any_value_and_options_that_change_what_happ
         assert r.status_code == 422 and r.json()["error"] == "UnsupportedOption", r.text
         r = await c.get("/langgraph/threads/with-steps")
         assert r.status_code == 404, r.text
+
+
+async def test_what_is_not_supported_says_so() -> None:
+    """Cancelling or deleting a run, deleting, updating, copying, counting or pruning threads:
+    a 422 that says the operation is not supported and what to do instead, not a bare 404 or
+    405 that reads as a wrong URL; nothing changes."""
+    agent = make_agent(MemoryCheckpointer())
+    async with running(agent, langgraph_api=True) as s:
+        c = s.client
+        tid, _ = await _paused(c, {}, "sql DELETE FROM t")
+        for method, path, word in (
+                ("POST", f"/langgraph/threads/{tid}/runs/r1/cancel", "Cancelling a run"),
+                ("DELETE", f"/langgraph/threads/{tid}/runs/r1", "Deleting a run"),
+                ("DELETE", f"/langgraph/threads/{tid}", "Deleting a thread"),
+                ("PATCH", f"/langgraph/threads/{tid}", "Updating a thread"),
+                ("POST", f"/langgraph/threads/{tid}/copy", "Copying a thread"),
+                ("POST", "/langgraph/threads/count", "Counting threads"),
+                ("POST", "/langgraph/threads/prune", "Pruning threads")):
+            r = await c.request(method, path, json={})
+            assert r.status_code == 422, (path, r.text)
+            body = r.json()
+            assert body["error"] == "UnsupportedOperation" and word in body["message"], body
+        state = (await c.get(f"/langgraph/threads/{tid}/state")).json()
+        assert state["interrupts"] and state["values"]["messages"]

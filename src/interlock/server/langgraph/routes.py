@@ -685,6 +685,29 @@ def build_router(fmt: Format) -> APIRouter:
             values["__error__"] = dict(rec.error)  # as runs.wait answers a failed run
         return JSONResponse(values)
 
+    # what interlock does not do, said as such (not a bare 404 or 405 that reads as a typo)
+    def unsupported(method: str, path: str, what: str, instead: str) -> None:
+        async def refuse(caller: Caller) -> None:
+            raise ApiError(422, "UnsupportedOperation",
+                           f"{what} is not supported by interlock's LangGraph API. {instead}")
+        router.add_api_route(path, refuse, methods=[method], tags=["unsupported"],
+                             include_in_schema=False)
+
+    unsupported("POST", "/threads/{thread_id}/runs/{run_id}/cancel", "Cancelling a run",
+                "A run ends when it pauses for review or finishes; to close the thread's "
+                "pending calls, send a run with command = {'goto': '__end__'}.")
+    unsupported("DELETE", "/threads/{thread_id}/runs/{run_id}", "Deleting a run",
+                "Runs are not stored (the thread is); nothing needs deleting.")
+    unsupported("DELETE", "/threads/{thread_id}", "Deleting a thread",
+                "Threads are kept with their audit log; see docs/durability.md for retention.")
+    unsupported("PATCH", "/threads/{thread_id}", "Updating a thread",
+                "A thread's metadata is set when it is created.")
+    unsupported("POST", "/threads/{thread_id}/copy", "Copying a thread",
+                "Start a new thread instead.")
+    unsupported("POST", "/threads/count", "Counting threads",
+                "Use threads.search (or GET /api/threads?count=true).")
+    unsupported("POST", "/threads/prune", "Pruning threads",
+                "Threads are kept with their audit log; see docs/durability.md for retention.")
     return router
 
 
