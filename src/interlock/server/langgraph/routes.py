@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -686,29 +687,36 @@ def build_router(fmt: Format) -> APIRouter:
         return JSONResponse(values)
 
     # what interlock does not do, said as such (not a bare 404 or 405 that reads as a typo)
-    def unsupported(method: str, path: str, what: str, instead: str) -> None:
-        async def refuse(caller: Caller) -> None:
-            raise ApiError(422, "UnsupportedOperation",
-                           f"{what} is not supported by interlock's LangGraph API. {instead}")
-        router.add_api_route(path, refuse, methods=[method], tags=["unsupported"],
-                             include_in_schema=False)
-
-    unsupported("POST", "/threads/{thread_id}/runs/{run_id}/cancel", "Cancelling a run",
-                "A run ends when it pauses for review or finishes; to close the thread's "
-                "pending calls, send a run with command = {'goto': '__end__'}.")
-    unsupported("DELETE", "/threads/{thread_id}/runs/{run_id}", "Deleting a run",
-                "Runs are not stored (the thread is); nothing needs deleting.")
-    unsupported("DELETE", "/threads/{thread_id}", "Deleting a thread",
-                "Threads are kept with their audit log; see docs/durability.md for retention.")
-    unsupported("PATCH", "/threads/{thread_id}", "Updating a thread",
-                "A thread's metadata is set when it is created.")
-    unsupported("POST", "/threads/{thread_id}/copy", "Copying a thread",
-                "Start a new thread instead.")
-    unsupported("POST", "/threads/count", "Counting threads",
-                "Use threads.search (or GET /api/threads?count=true).")
-    unsupported("POST", "/threads/prune", "Pruning threads",
-                "Threads are kept with their audit log; see docs/durability.md for retention.")
+    for method, path, what, instead in UNSUPPORTED:
+        router.add_api_route(path, _refusal(what, instead), methods=[method],
+                             tags=["unsupported"], include_in_schema=False)
     return router
+
+
+UNSUPPORTED = [
+    ("POST", "/threads/{thread_id}/runs/{run_id}/cancel", "Cancelling a run",
+     "A run ends when it pauses for review or finishes; to close the thread's pending calls, "
+     "send a run with command = {'goto': '__end__'}."),
+    ("DELETE", "/threads/{thread_id}/runs/{run_id}", "Deleting a run",
+     "Runs are not stored (the thread is); nothing needs deleting."),
+    ("DELETE", "/threads/{thread_id}", "Deleting a thread",
+     "Threads are kept with their audit log; see docs/durability.md for retention."),
+    ("PATCH", "/threads/{thread_id}", "Updating a thread",
+     "A thread's metadata is set when it is created."),
+    ("POST", "/threads/{thread_id}/copy", "Copying a thread", "Start a new thread instead."),
+    ("POST", "/threads/count", "Counting threads",
+     "Use threads.search (or GET /api/threads?count=true)."),
+    ("POST", "/threads/prune", "Pruning threads",
+     "Threads are kept with their audit log; see docs/durability.md for retention."),
+]
+"""(method, path, what, what to do instead) of the LangGraph operations interlock refuses."""
+
+
+def _refusal(what: str, instead: str) -> Callable[..., Awaitable[None]]:
+    async def refuse(caller: Caller) -> None:  # authenticated first, as every route
+        raise ApiError(422, "UnsupportedOperation",
+                       f"{what} is not supported by interlock's LangGraph API. {instead}")
+    return refuse
 
 
 async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
