@@ -35,6 +35,13 @@ def transfer(account: str, amount: int, memo: str = "") -> str:
 
 
 @tool
+def flag(note: str, urgent: bool | None = None) -> str:
+    """Flag something."""
+    RAN.append(("flag", {"note": note, "urgent": urgent}))
+    return "flagged"
+
+
+@tool
 def configure(settings: dict[str, Any], ratio: float = 1.0) -> str:
     """Change settings."""
     RAN.append(("configure", {"settings": settings, "ratio": ratio}))
@@ -51,8 +58,8 @@ def _model(messages: list[Message]) -> Any:
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[LiveServer]:
     RAN.clear()
-    agent = Agent(model=ScriptedModel(_model), tools=[transfer, configure],
-                  middleware=[HumanInTheLoop(interrupt_on={"transfer": True,
+    agent = Agent(model=ScriptedModel(_model), tools=[transfer, configure, flag],
+                  middleware=[HumanInTheLoop(interrupt_on={"transfer": True, "flag": True,
                                                            "configure": True})],
                   checkpointer=SqliteCheckpointer(tmp_path / "db.sqlite"))
     server = LiveServer(agent)
@@ -147,3 +154,21 @@ def test_a_typed_big_integer_and_nested_numbers_in_json_are_sent_exactly(
     assert name == "configure" and ran["ratio"] == 0.5
     assert ran["settings"] == settings
     assert isinstance(ran["settings"]["x"], float)
+
+
+def test_an_edit_adds_no_argument_the_call_did_not_have(page: Page, live: LiveServer) -> None:
+    """The form shows an optional yes/no argument the model left out as an unticked box;
+    editing another argument does not send it as false (the diff shows no added argument, and
+    the tool gets its default)."""
+    start(live, "flag", {"name": "flag", "args": {"note": "disk full"}})
+    card = open_card(page, live, "flag", "flag")
+    card.get_by_role("button", name="Edit…").click()
+    card.locator('.field[data-arg="note"] textarea, .field[data-arg="note"] input').fill(
+        "disk almost full")
+    expect(card.locator('.diff-arg[data-arg="note"]')).to_be_visible()
+    expect(card.locator('.diff-arg[data-arg="urgent"]')).to_have_count(0)
+    card.get_by_role("button", name="Run with these arguments").click()
+    card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+    expect(page.locator('.detail-head [data-status]')).to_have_attribute(
+        "data-status", "completed")
+    assert RAN == [("flag", {"note": "disk almost full", "urgent": None})]

@@ -159,7 +159,11 @@ function field(root, name, rawSchema, value, present, required) {
   function read() {
     if (nullBox && nullBox.checked) return { set: true, value: null };
     if (kind === "enum") return { set: true, value: inner.enum[Number(input.value)] };
-    if (kind === "boolean") return { set: true, value: input.checked };
+    if (kind === "boolean") {
+      // an unticked box for an argument the call does not have adds nothing to it
+      if (!input.checked && !present && !required) return { set: false };
+      return { set: true, value: input.checked };
+    }
     const text = input.value;
     if (kind === "string") {
       if (!text && !required && !present) return { set: false };
