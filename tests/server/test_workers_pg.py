@@ -6,6 +6,7 @@ process reaches another process's SSE stream through LISTEN/NOTIFY, not at its n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -25,7 +26,7 @@ from click.testing import CliRunner
 from conftest import PG_DSN, StoreFactory, require_postgres
 from interlock.cli import main as cli
 
-from .conftest import ALICE, BOB, TOKENS, bearer
+from .conftest import ADMIN, ALICE, BOB, TOKENS, bearer
 from .live import TESTS, ServeProcess
 from .test_multiprocess_pg import Stream, executions
 
@@ -404,3 +405,45 @@ def test_a_worker_stopped_with_sigterm_mid_tool_stores_the_result(
         assert t["messages"][-1]["content"] == "Done. OK: ran UPDATE accounts SET x = 2"
         assert "outcome_unknown" not in [h["kind"] for h in t["history"]]
     assert [e["name"] for e in executions(log)] == ["hang_sql:started", "hang_sql"]
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_a_workers_run_events_reach_only_those_who_may_read_the_thread(
+        tier: dict[str, Any]) -> None:
+    """The events a worker relays (its tool's result, the model's answer) are published with
+    the thread's readers, as a server's own run's are: bob could read the thread while its
+    call waited for anyone's decision; once alice approved it, his stream of the thread gets
+    none of what the worker did (nor does his inbox get the thread's outcome)."""
+    server = api(tier, "api")
+    worker(tier, "worker")
+    base = server.url
+    r = httpx.post(f"{base}/api/threads", headers=bearer(ADMIN), params={"wait": "true"},
+                   json={"thread_id": "relay", "message": "sql SELECT 'SECRET-7'"}, timeout=60)
+    assert r.status_code == 200 and r.json()["status"] == "interrupted", r.text
+    assert httpx.get(f"{base}/api/threads/relay", headers=bearer(BOB)).status_code == 200
+    got: list[str] = []
+
+    def listen(path: str) -> None:
+        with contextlib.suppress(httpx.HTTPError), httpx.stream(
+                "GET", f"{base}{path}", headers=bearer(BOB), timeout=8) as s:
+            for line in s.iter_lines():
+                got.append(line)
+
+    threads = [threading.Thread(target=listen, args=(p,), daemon=True)
+               for p in ("/api/threads/relay/events", "/api/inbox/events")]
+    for t in threads:
+        t.start()
+    time.sleep(1)
+    r = httpx.post(f"{base}/api/threads/relay/decisions", headers=bearer(ALICE),
+                   params={"wait": "true"}, json={"decisions": [{"type": "approve"}]},
+                   timeout=60)
+    assert r.status_code == 200 and r.json()["status"] == "completed", r.text
+    for t in threads:
+        t.join(10)
+    assert httpx.get(f"{base}/api/threads/relay", headers=bearer(BOB)).status_code == 403
+    text = "\n".join(got)
+    heard = [line for line in got if line.startswith("event: ")]
+    assert not {"event: tool_finished", "event: tool_started", "event: run_completed",
+                "event: model_text_delta"} & set(heard), heard
+    assert "ran SELECT" not in text and "Done." not in text, text

@@ -37,7 +37,7 @@ from .._failures import FailureLog, stop_if_cancelled
 from ..agent import Agent
 from ..authz import CallPolicy, ThreadFacts, facts_of
 from ..errors import InterlockError
-from ..storage.base import ChangeCursor, ChangeSignals, EventRelay, ThreadRecord
+from ..storage.base import ROW_ONLY, ChangeCursor, ChangeSignals, EventRelay, ThreadRecord
 from .hub import INBOX, Hub, thread_topic
 from .summaries import thread_summary
 
@@ -280,13 +280,36 @@ class InboxWatcher:
         if not isinstance(store, EventRelay):
             return None
         loop = asyncio.get_running_loop()
+        readers: dict[str, tuple[ThreadFacts, ...]] = {}
+        """Who may see a relayed run's events, per thread: read when its first event comes
+        and when it raises a request, as for this server's own runs (Runner)."""
+        chains: dict[str, asyncio.Task[None]] = {}
 
-        def publish(thread_id: str, event: dict[str, Any]) -> None:
-            self.hub.publish(thread_topic(thread_id), str(event.get("type", "")), event)
+        async def publish(thread_id: str, event: dict[str, Any],
+                          before: asyncio.Task[None] | None) -> None:
+            if before is not None:  # a thread's events in the order they came
+                await asyncio.wait({before})
+            kind = str(event.get("type", ""))
+            if thread_id not in readers or kind == "interrupt_raised":
+                facts = await self._readers(thread_id)
+                if facts is not None:
+                    if len(readers) >= self.remember:
+                        readers.clear()
+                    readers[thread_id] = facts
+            if thread_id in readers:  # not known who may see it: not published
+                self.hub.publish(thread_topic(thread_id), kind, event, readers[thread_id])
+            if kind in ("run_completed", "run_failed"):
+                readers.pop(thread_id, None)
+
+        def schedule(thread_id: str, event: dict[str, Any]) -> None:
+            task = loop.create_task(publish(thread_id, event, chains.get(thread_id)))
+            chains[thread_id] = task
+            task.add_done_callback(
+                lambda t: chains.pop(thread_id, None) if chains.get(thread_id) is t else None)
 
         def relayed(thread_id: str, event: dict[str, Any]) -> None:  # the listening thread
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(publish, thread_id, event)
+                loop.call_soon_threadsafe(schedule, thread_id, event)
 
         try:
             return await asyncio.to_thread(store.on_relayed_event, relayed)
@@ -294,6 +317,16 @@ class InboxWatcher:
             FailureLog(log, "inbox watcher: following relayed run events").failed(
                 exc, "streams of runs made by workers carry their start and end only")
             return None
+
+    async def _readers(self, thread_id: str) -> tuple[ThreadFacts, ...] | None:
+        """Who may read the thread as stored now (None: it could not be read)."""
+        try:
+            snap = await self.agent.checkpointer.load(thread_id, after_seq=ROW_ONLY)
+        except Exception as exc:
+            log.debug("inbox watcher: reading who may see %r's run events failed: %s",
+                      thread_id, exc)
+            return None
+        return (facts_of(snap.thread),) if snap is not None else None
 
     async def _nap(self, seconds: float | None = None) -> None:
         """Sleep until poked or for ``seconds`` (default: the poll interval, the fallback
