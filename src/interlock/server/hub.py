@@ -11,12 +11,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..authz import Reviewer, ThreadFacts, may_read
+from ..authz import Reviewer, ThreadFacts, facts_of, may_read
+from ..storage.base import ROW_ONLY, Checkpointer
+
+log = logging.getLogger("interlock.server")
 
 INBOX = "inbox"
 
@@ -25,6 +29,17 @@ _EVENT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), defaul
 
 def thread_topic(thread_id: str) -> str:
     return f"thread:{thread_id}"
+
+
+async def readers_now(store: Checkpointer, thread_id: str) -> tuple[ThreadFacts, ...] | None:
+    """Who may read the thread as stored now, as the ``facts`` of events about it (None: it
+    could not be read; such an event is not published)."""
+    try:
+        snap = await store.load(thread_id, after_seq=ROW_ONLY)
+    except Exception as exc:
+        log.debug("thread %r: reading who may see its events failed: %s", thread_id, exc)
+        return None
+    return (facts_of(snap.thread),) if snap is not None else None
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..agent import Agent
-from ..authz import ThreadFacts, facts_of
+from ..authz import ThreadFacts
 from ..decisions import Reviewer
 from ..errors import InterlockError
 from ..events import Event, RunCompleted, event_to_json
 from ..result import RunResult, result_of
-from ..storage.base import ROW_ONLY
-from .hub import Hub, Subscription, thread_topic
+from .hub import Hub, Subscription, readers_now, thread_topic
 
 log = logging.getLogger("interlock.server")
 
@@ -91,7 +90,7 @@ class Runner:
             # may have left a reviewer who could read it while a call was pending without
             # access), read again when the run raises a request (its reviewers may read it)
             if not readers or event.type == "interrupt_raised":
-                facts = await self._readers(thread_id)
+                facts = await readers_now(self.agent.checkpointer, thread_id)
                 if facts is None and not readers:
                     return  # not known who may see it: not published (the watcher's are)
                 if facts is not None:
@@ -118,16 +117,6 @@ class Runner:
             return None  # 202, even when the run already ended: one answer per request kind
         return await asyncio.shield(task)
 
-    async def _readers(self, thread_id: str) -> tuple[ThreadFacts, ...] | None:
-        """Who may read the thread as stored now (None: it could not be read)."""
-        try:
-            snap = await self.agent.checkpointer.load(thread_id, after_seq=ROW_ONLY)
-        except Exception as exc:
-            log.debug("thread %r: reading who may see its run's events failed: %s",
-                      thread_id, exc)
-            return None
-        return (facts_of(snap.thread),) if snap is not None else None
-
     async def _drive(self, thread_id: str, run: Awaitable[RunResult],
                      accepted: asyncio.Future[None], follow: Subscription | None) -> RunResult:
         topic = thread_topic(thread_id)
@@ -143,7 +132,7 @@ class Runner:
             raise
         except Exception as exc:
             if accepted.done():  # a refused request is answered by its HTTP error instead
-                readers = await self._readers(thread_id)
+                readers = await readers_now(self.agent.checkpointer, thread_id)
                 if readers is not None:
                     self.hub.publish(topic, "run_failed", {
                         "type": "run_failed", "thread_id": thread_id,
@@ -154,7 +143,7 @@ class Runner:
                 self.hub.unsubscribe(follow)
             self.on_change()
         # the run's result (its messages) goes to those who may read the thread now
-        readers = await self._readers(thread_id)
+        readers = await readers_now(self.agent.checkpointer, thread_id)
         if readers is not None:
             self.hub.publish(topic, "run_completed",
                              event_to_json(RunCompleted(thread_id, result)), readers)

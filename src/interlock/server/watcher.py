@@ -37,8 +37,8 @@ from .._failures import FailureLog, stop_if_cancelled
 from ..agent import Agent
 from ..authz import CallPolicy, ThreadFacts, facts_of
 from ..errors import InterlockError
-from ..storage.base import ROW_ONLY, ChangeCursor, ChangeSignals, EventRelay, ThreadRecord
-from .hub import INBOX, Hub, thread_topic
+from ..storage.base import ChangeCursor, ChangeSignals, EventRelay, ThreadRecord
+from .hub import INBOX, Hub, readers_now, thread_topic
 from .summaries import thread_summary
 
 log = logging.getLogger("interlock.server")
@@ -291,7 +291,7 @@ class InboxWatcher:
                 await asyncio.wait({before})
             kind = str(event.get("type", ""))
             if thread_id not in readers or kind == "interrupt_raised":
-                facts = await self._readers(thread_id)
+                facts = await readers_now(self.agent.checkpointer, thread_id)
                 if facts is not None:
                     if len(readers) >= self.remember:
                         readers.clear()
@@ -317,16 +317,6 @@ class InboxWatcher:
             FailureLog(log, "inbox watcher: following relayed run events").failed(
                 exc, "streams of runs made by workers carry their start and end only")
             return None
-
-    async def _readers(self, thread_id: str) -> tuple[ThreadFacts, ...] | None:
-        """Who may read the thread as stored now (None: it could not be read)."""
-        try:
-            snap = await self.agent.checkpointer.load(thread_id, after_seq=ROW_ONLY)
-        except Exception as exc:
-            log.debug("inbox watcher: reading who may see %r's run events failed: %s",
-                      thread_id, exc)
-            return None
-        return (facts_of(snap.thread),) if snap is not None else None
 
     async def _nap(self, seconds: float | None = None) -> None:
         """Sleep until poked or for ``seconds`` (default: the poll interval, the fallback
