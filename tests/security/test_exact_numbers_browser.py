@@ -94,6 +94,13 @@ def open_card(page: Page, live: LiveServer, thread_id: str, tool_name: str) -> A
     return card
 
 
+def run_it(page: Page, card: Any) -> None:
+    """Answer the card's confirmation yes and wait for the thread to complete."""
+    card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+    expect(page.locator('.detail-head [data-status]')).to_have_attribute(
+        "data-status", "completed")
+
+
 def test_a_big_integer_is_shown_and_approved_as_it_runs(page: Page, live: LiveServer) -> None:
     start(live, "big", {"name": "transfer", "args": {"account": "acme", "amount": BIG}})
     card = open_card(page, live, "big", "transfer")
@@ -101,9 +108,7 @@ def test_a_big_integer_is_shown_and_approved_as_it_runs(page: Page, live: LiveSe
     card.get_by_role("button", name="Show JSON").click()
     expect(card.locator(".json-view")).to_contain_text(f'"amount": {BIG}')
     card.get_by_role("button", name="Approve", exact=True).click()
-    card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
-    expect(page.locator('.detail-head [data-status]')).to_have_attribute(
-        "data-status", "completed")
+    run_it(page, card)
     assert RAN == [("transfer", {"account": "acme", "amount": BIG, "memo": ""})]
 
 
@@ -119,9 +124,7 @@ def test_an_edit_of_another_argument_sends_the_numbers_unchanged(
     expect(diff.locator('.diff-arg[data-arg="memo"]')).to_be_visible()
     expect(diff.locator('.diff-arg[data-arg="amount"]')).to_have_count(0)
     card.get_by_role("button", name="Run with these arguments").click()
-    card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
-    expect(page.locator('.detail-head [data-status]')).to_have_attribute(
-        "data-status", "completed")
+    run_it(page, card)
     assert RAN == [("transfer", {"account": "acme", "amount": HUGE, "memo": "quarterly"})]
 
 
@@ -133,9 +136,7 @@ def test_a_typed_big_integer_and_nested_numbers_in_json_are_sent_exactly(
     card.locator('.field[data-arg="amount"] input').fill(str(BIG))
     expect(card.locator('.diff-arg[data-arg="amount"]')).to_contain_text(str(BIG))
     card.get_by_role("button", name="Run with these arguments").click()
-    card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
-    expect(page.locator('.detail-head [data-status]')).to_have_attribute(
-        "data-status", "completed")
+    run_it(page, card)
     assert RAN[-1] == ("transfer", {"account": "acme", "amount": BIG, "memo": ""})
 
     settings = {"limit": BIG, "x": 1.0, "nested": [HUGE, 2.5]}
@@ -147,9 +148,7 @@ def test_a_typed_big_integer_and_nested_numbers_in_json_are_sent_exactly(
     card.locator('.field[data-arg="ratio"] input').fill("0.5")
     expect(card.locator(".diff-box .diff-unchanged")).to_contain_text("settings")
     card.get_by_role("button", name="Run with these arguments").click()
-    card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
-    expect(page.locator('.detail-head [data-status]')).to_have_attribute(
-        "data-status", "completed")
+    run_it(page, card)
     name, ran = RAN[-1]
     assert name == "configure" and ran["ratio"] == 0.5
     assert ran["settings"] == settings
@@ -168,7 +167,5 @@ def test_an_edit_adds_no_argument_the_call_did_not_have(page: Page, live: LiveSe
     expect(card.locator('.diff-arg[data-arg="note"]')).to_be_visible()
     expect(card.locator('.diff-arg[data-arg="urgent"]')).to_have_count(0)
     card.get_by_role("button", name="Run with these arguments").click()
-    card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
-    expect(page.locator('.detail-head [data-status]')).to_have_attribute(
-        "data-status", "completed")
+    run_it(page, card)
     assert RAN == [("flag", {"note": "disk almost full", "urgent": None})]

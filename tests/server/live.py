@@ -175,6 +175,22 @@ def langgraph_serve(tmp: Path, *extra_args: str) -> Iterator[tuple[ServeProcess,
         assert proc.stop() == 0
 
 
+@contextlib.contextmanager
+def gated_langgraph(model: Any, tool: Any, db: Path) -> Iterator[str]:
+    """The ``/langgraph`` URL of a live server whose agent has ``model`` and the one gated
+    ``tool``, on SQLite at ``db``."""
+    from interlock import HumanInTheLoop, ScriptedModel, SqliteCheckpointer
+
+    agent = Agent(model=ScriptedModel(model), tools=[tool],
+                  middleware=[HumanInTheLoop(interrupt_on={tool.name: True})],
+                  checkpointer=SqliteCheckpointer(db))
+    server = LiveServer(agent, langgraph_api=True)
+    try:
+        yield server.url + "/langgraph"
+    finally:
+        server.stop()
+
+
 def shown_box(locator: Any, timeout: float = 10.0) -> Any:
     """The bounding box of a shown element, read again while it is ``None``: a list the inbox
     renders anew (a live update) replaces its rows, and a box read in that instant is ``None``

@@ -15,10 +15,10 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import ConflictError
 
-from interlock import Agent, HumanInTheLoop, ScriptedModel, SqliteCheckpointer, tool
+from interlock import tool
 from interlock.messages import Message, UserMessage
 
-from .live import LiveServer
+from .live import gated_langgraph
 
 
 @tool
@@ -38,12 +38,8 @@ def _model(messages: list[Message]) -> Any:
 
 @pytest.fixture
 def url(tmp_path: Path) -> Iterator[str]:
-    agent = Agent(model=ScriptedModel(_model), tools=[delete_rows],
-                  middleware=[HumanInTheLoop(interrupt_on={"delete_rows": True})],
-                  checkpointer=SqliteCheckpointer(tmp_path / "db.sqlite"))
-    server = LiveServer(agent, langgraph_api=True)
-    yield server.url + "/langgraph"
-    server.stop()
+    with gated_langgraph(_model, delete_rows, tmp_path / "db.sqlite") as found:
+        yield found
 
 
 def test_a_failed_run_is_answered_as_langgraph_answers_it(url: str) -> None:

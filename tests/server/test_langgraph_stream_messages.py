@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_sync_client
 
-from interlock import Agent, HumanInTheLoop, ScriptedModel, SqliteCheckpointer, tool
+from interlock import tool
 from interlock.messages import Message, UserMessage
 
-from .live import LiveServer
+from .live import gated_langgraph
 
 ANSWER = "Done: the report is written."
 
@@ -35,12 +35,8 @@ def _model(messages: list[Message]) -> Any:
 
 @pytest.fixture
 def url(tmp_path: Path) -> Iterator[str]:
-    agent = Agent(model=ScriptedModel(_model), tools=[write_report],
-                  middleware=[HumanInTheLoop(interrupt_on={"write_report": True})],
-                  checkpointer=SqliteCheckpointer(tmp_path / "db.sqlite"))
-    server = LiveServer(agent, langgraph_api=True)
-    yield server.url + "/langgraph"
-    server.stop()
+    with gated_langgraph(_model, write_report, tmp_path / "db.sqlite") as found:
+        yield found
 
 
 def _joined(parts: list[Any]) -> dict[str, str]:
