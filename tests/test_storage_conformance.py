@@ -640,6 +640,41 @@ def test_outbox_prune_deletes_old_events_of_the_given_statuses(stores: StoreFact
     assert run(store.outbox_prune(before=cutoff, statuses=())) == 0
 
 
+def test_outbox_prune_keeps_what_posted_the_messages_of_a_waiting_thread(
+        stores: StoreFactory) -> None:
+    """The events that posted a request's messages (raised, escalated) stay while their
+    thread waits: later events of the request update those messages."""
+    store = stores()
+    old = T0 - timedelta(days=40)
+    kept = ["evt_i1_raised", "evt_i1_escalated", "evt_i1_escalated_7"]
+    run(store.commit(Commit(thread=thread("t1", 1, status="interrupted"), outbox=[
+        event(eid, at=old, status="delivered") for eid in [*kept, "evt_i1_approval_recorded_5"]
+    ]), expected_version=None))
+    run(store.commit(Commit(thread=thread("t2", 1, status="completed"), outbox=[
+        event(eid, "t2", at=old, status="delivered") for eid in ["evt_i2_raised",
+                                                                 "evt_i2_escalated_3"]
+    ]), expected_version=None))
+    assert run(store.outbox_prune(before=T0)) == 3
+    assert sorted(e.id for e in run(store.outbox_list())) == sorted(kept)
+    run(store.commit(Commit(thread=thread("t1", 2, status="idle")), expected_version=1))
+    assert run(store.outbox_prune(before=T0)) == 3
+    assert run(store.outbox_list()) == []
+
+
+def test_outbox_list_by_the_start_of_the_id(stores: StoreFactory) -> None:
+    """The events of one request: their ids start with ``evt_<interrupt id>_``; ``_`` and
+    ``%`` in the prefix are plain characters."""
+    store = stores()
+    ids = ["evt_a_raised", "evt_a_decided_4", "evt_ab_raised", "evt_a%_raised", "evt_b_raised"]
+    run(store.commit(Commit(thread=thread("t1", 1), outbox=[event(i) for i in ids]),
+                     expected_version=None))
+    assert sorted(e.id for e in run(store.outbox_list(id_prefix="evt_a_"))) == [
+        "evt_a_decided_4", "evt_a_raised"]
+    assert [e.id for e in run(store.outbox_list(id_prefix="evt_a%"))] == ["evt_a%_raised"]
+    assert run(store.outbox_list(id_prefix="evt_a_", thread_id="t2")) == []
+    assert run(store.outbox_list(id_prefix="nothing")) == []
+
+
 def test_concurrent_outbox_claims_never_share_an_event(stores: StoreFactory) -> None:
     writers = [stores() for _ in range(4)]
     run(writers[0].commit(Commit(thread=thread("t1", 1), outbox=[

@@ -12,7 +12,6 @@ These are plain records; they know nothing of HTTP, SMTP or Slack.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Any, Literal
 
@@ -130,14 +129,18 @@ def raised_event_id(interrupt_id: str) -> str:
     return f"evt_{interrupt_id}_raised"
 
 
-def escalated_event_id(interrupt_id: str) -> str:
-    return f"evt_{interrupt_id}_escalated"
+def request_event_prefix(interrupt_id: str) -> str:
+    """What the id of every event of a request starts with (see :func:`request_event_id`)."""
+    return f"evt_{interrupt_id}_"
 
 
-def new_event_id() -> str:
-    """A new random event id: 128 random bits in hex, as a UUID4's hex would be (without
-    making a UUID object)."""
-    return f"evt_{os.urandom(16).hex()}"
+def request_event_id(interrupt_id: str, type: EventType, thread_version: int) -> str:
+    """The id of an event of a request other than ``request.raised``: the request, what
+    happened and the thread version the commit made. Each escalation, approval and decision
+    of a request has an id of its own (a second escalation is announced too), a commit stored
+    again after a lost reply makes the same id, and the events of one request are found by
+    :func:`request_event_prefix`."""
+    return f"{request_event_prefix(interrupt_id)}{type.removeprefix('request.')}_{thread_version}"
 
 
 def outbox_json(event: OutboxEvent) -> str:

@@ -58,6 +58,15 @@ class Receiver:
     """Events handled once each (deduplicated by ``webhook-id``), as a receiver should."""
     url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    """Calls refused as Slack refuses them (``invalid_blocks``): the method and why."""
+    failing: dict[str, list[str]] = field(default_factory=dict)
+    """Method -> errors its next calls answer with (see :meth:`fail_next`)."""
+
+    def fail_next(self, method: str, error: str = "ratelimited", times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` fail with ``error`` (and are not recorded)."""
+        with self.lock:
+            self.failing.setdefault(method, []).extend([error] * times)
 
     def handle(self, headers: dict[str, str], body: bytes) -> int:
         try:
@@ -104,6 +113,39 @@ class SlackCall:
     args: dict[str, Any]
 
 
+def block_kit_problem(blocks: Any) -> str | None:
+    """What in ``blocks`` Slack would refuse (its documented Block Kit limits), or None."""
+    if blocks is None:
+        return None
+    if len(blocks) > 50:
+        return f"{len(blocks)} blocks: at most 50"
+    block_ids = [b["block_id"] for b in blocks if "block_id" in b]
+    if len(block_ids) != len(set(block_ids)):
+        return "block_id repeated"
+    for b in blocks:
+        if len(b.get("block_id", "")) > 255:
+            return "block_id over 255 characters"
+        if b["type"] == "section" and len(b["text"]["text"]) > 3000:
+            return f"section text of {len(b['text']['text'])} characters: at most 3000"
+        elements = b.get("elements", [])
+        if b["type"] == "context" and len(elements) > 10:
+            return "context with more than 10 elements"
+        if b["type"] == "actions":
+            if len(elements) > 25:
+                return "actions with more than 25 elements"
+            ids = [e["action_id"] for e in elements]
+            if len(ids) != len(set(ids)):
+                return "action_id repeated in a block"
+        for e in elements:
+            if len(e.get("action_id", "")) > 255:
+                return "action_id over 255 characters"
+            if e.get("type") == "button" and (len(e["text"]["text"]) > 75
+                                              or len(e.get("value", "")) > 2000
+                                              or len(e.get("url", "")) > 3000):
+                return "button text, value or url over its limit"
+    return None
+
+
 @dataclass
 class FakeSlack:
     """Records Web API calls; ``chat.postMessage`` answers with a channel and a ``ts``."""
@@ -112,6 +154,15 @@ class FakeSlack:
     calls: list[SlackCall] = field(default_factory=list)
     url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    """Calls refused as Slack refuses them (``invalid_blocks``): the method and why."""
+    failing: dict[str, list[str]] = field(default_factory=dict)
+    """Method -> errors its next calls answer with (see :meth:`fail_next`)."""
+
+    def fail_next(self, method: str, error: str = "ratelimited", times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` fail with ``error`` (and are not recorded)."""
+        with self.lock:
+            self.failing.setdefault(method, []).extend([error] * times)
 
     def of(self, method: str) -> list[dict[str, Any]]:
         with self.lock:
@@ -120,6 +171,15 @@ class FakeSlack:
     def handle(self, method: str, auth: str, args: dict[str, Any]) -> dict[str, Any]:
         if auth != f"Bearer {self.token}":
             return {"ok": False, "error": "invalid_auth"}
+        with self.lock:
+            failing = self.failing.get(method)
+            error = failing.pop(0) if failing else None
+        if error is not None:
+            return {"ok": False, "error": error}
+        if (problem := block_kit_problem(args.get("blocks"))) is not None:
+            with self.lock:
+                self.refused.append((method, problem))
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
         with self.lock:
             self.calls.append(SlackCall(method, args))
             n = len(self.calls)

@@ -76,6 +76,13 @@ def test_dead_events_listed_and_retried_by_cli_and_api(
     assert len(rx.accepted) == 2
     kept = CliRunner().invoke(main, ["outbox", "prune", "--db", url])  # 30 days by default
     assert kept.exit_code == 0 and "deleted 0 delivered" in kept.output
+    # both requests still wait: the events that announced them are kept (a decision updates
+    # what they posted); once decided, they go
+    waiting = CliRunner().invoke(main, ["outbox", "prune", "--older-than", "0", "--db", url])
+    assert waiting.exit_code == 0 and "deleted 0 delivered" in waiting.output
+    assert len(asyncio.run(store.outbox_list())) == 2
+    for tid in ("t1", "t2"):
+        agent.cancel(tid)
     pruned = CliRunner().invoke(main, ["outbox", "prune", "--older-than", "0", "--db", url])
-    assert pruned.exit_code == 0 and "deleted 2 delivered" in pruned.output
-    assert asyncio.run(store.outbox_list()) == []
+    assert pruned.exit_code == 0 and "deleted 2 delivered" in pruned.output, pruned.output
+    assert [e.type for e in asyncio.run(store.outbox_list())] == ["request.cancelled"] * 2

@@ -16,9 +16,8 @@ from ..outbox import (
     NoticeApproval,
     NoticeCall,
     OutboxEvent,
-    escalated_event_id,
-    new_event_id,
     raised_event_id,
+    request_event_id,
 )
 from ..review_request import read_request
 from ..storage.base import AuditRecord, CallState, JournalEntry, ThreadRecord
@@ -108,12 +107,8 @@ def outbox_events(
             continue
         # the request as it was before this commit, with the states this commit gave its calls
         shown = before.get(iid) or review
-        if kind == "request.raised":
-            eid = raised_event_id(iid)
-        elif kind == "request.escalated":
-            eid = escalated_event_id(iid)
-        else:
-            eid = new_event_id()
+        eid = (raised_event_id(iid) if kind == "request.raised"
+               else request_event_id(iid, kind, new.version))
         roles = rec.data.get("roles") if kind == "request.escalated" else None
         notice = Notice(
             thread_id=shown_on, interrupt_id=iid, thread_version=new.version,

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from ..errors import MissingDependency
-from ..outbox import Delivery, NoticeCall, OutboxEvent, escalated_event_id, raised_event_id
+from ..outbox import Delivery, NoticeCall, OutboxEvent, request_event_prefix
 from ..storage.base import Checkpointer
 from .config import NotifyConfig, SlackSettings
 from .dispatcher import DeliveryFailed
@@ -61,8 +61,26 @@ def _code(text: str) -> str:
     return "```" + _mrkdwn(text).replace("```", "`\u200b``") + "```"
 
 
-def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> list[dict[str, Any]]:
-    """The blocks of one call: what it is, its state, and the allowed decisions as buttons."""
+# Slack's Block Kit limits: a message over any of them is refused (``invalid_blocks``), and a
+# refused message would leave the reviewers without a word of the request.
+MAX_BLOCKS = 50
+SECTION_CHARS = 3000
+BUTTON_VALUE_CHARS = 2000
+
+
+def _args_code(args: dict[str, Any]) -> str:
+    """The arguments as a code block of at most :data:`SECTION_CHARS` characters once
+    escaped (escaping makes ``&`` five characters): cut shorter, with its note, as needed."""
+    limit = 2500
+    while len(text := _code(args_text(args, limit))) > SECTION_CHARS:
+        limit = limit * 2 // 3
+    return text
+
+
+def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig,
+                index: int = 0) -> list[dict[str, Any]]:
+    """The blocks of one call (the ``index``-th of its request): what it is, its state, and
+    the allowed decisions as buttons."""
     n = event.notice
     head = f"*{_mrkdwn(visible(call.name, 150))}*"
     status = outcome_text(call)
@@ -80,7 +98,7 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> l
         *({"type": "section", "text": {"type": "plain_text", "text": visible(d, 500),
                                         "emoji": False}}
           for d in ([call.description] if call.description else [])),
-        {"type": "section", "text": {"type": "mrkdwn", "text": _code(args_text(call.args, 2500))}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": _args_code(call.args)}},
     ]
     for warning in warning_lines([call]):
         blocks.append({"type": "context", "elements": [
@@ -94,38 +112,61 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig) -> l
                        separators=(",", ":"))
     url = config.request_url(n.thread_id)
     buttons = []
+    if len(value) > BUTTON_VALUE_CHARS:  # a call id too long to name in a button
+        blocks.append({"type": "context", "elements": [{"type": "plain_text", "text": (
+            "This call's id is too long for Slack's buttons: decide it in the inbox."),
+            "emoji": False}]})
     for d in call.allowed_decisions:
-        if d == "approve":
-            buttons.append(_button("Approve", f"{ACTION_APPROVE}:{call.tool_call_id}", value,
-                                   style="primary"))
-        elif d == "reject":
-            buttons.append(_button("Reject", f"{ACTION_REJECT}:{call.tool_call_id}", value,
-                                   style="danger"))
+        if d in ("approve", "reject") and len(value) <= BUTTON_VALUE_CHARS:
+            action, style = (ACTION_APPROVE, "primary") if d == "approve" else (
+                ACTION_REJECT, "danger")
+            buttons.append(_button(d.capitalize(), f"{action}:{index}", value, style=style))
         else:
             buttons.append(_button(f"{d.capitalize()} in inbox…",
-                                   f"{ACTION_OPEN}:{d}:{call.tool_call_id}", url=url))
-    blocks.append({"type": "actions", "block_id": f"interlock:{call.tool_call_id}"[:255],
-                   "elements": buttons})
+                                   f"{ACTION_OPEN}:{d}:{index}", url=url))
+    blocks.append({"type": "actions", "block_id": f"interlock:{index}", "elements": buttons})
     return blocks
 
 
-def message_blocks(event: OutboxEvent, config: NotifyConfig) -> tuple[str, list[dict[str, Any]]]:
+def message_blocks(event: OutboxEvent, config: NotifyConfig, *, escalated: bool = False,
+                   ) -> tuple[str, list[dict[str, Any]]]:
+    """The message of a request as ``event`` shows it (``escalated``: as posted to the
+    escalation roles), within Slack's limits: calls that do not fit in its 50 blocks are
+    named in a last line that sends the reviewer to the inbox."""
     n = event.notice
-    names = ", ".join(visible(c.name, 60) for c in n.calls)
+    names = _cut_names([visible(c.name, 60) for c in n.calls], 400)
     if n.pending:
         title = f"Approval needed: {names}"
-        if event.type == "request.escalated":
+        if escalated or event.type == "request.escalated":
             title = f"Escalated — still waiting: {names}"
     else:
         title = f"Decided: {names}"
+    url = config.request_url(n.thread_id)
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": (
             f"*{_mrkdwn(title)}*\nThread `{_mrkdwn(visible(n.thread_id, 100))}` · "
-            f"<{config.request_url(n.thread_id)}|open in the inbox>")}}]
-    for c in n.calls:
-        blocks += [{"type": "divider"}, *call_blocks(event, c, config)]
+            f"<{url}|open in the inbox>")}}]
+    for i, c in enumerate(n.calls):
+        more = [{"type": "divider"}, *call_blocks(event, c, config, i)]
+        if len(blocks) + len(more) > MAX_BLOCKS - (1 if i < len(n.calls) - 1 else 0):
+            left = len(n.calls) - i
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": (
+                f"*{left} more call(s) of this request are not shown here:* "
+                f"<{url}|open it in the inbox> to see and decide them.")}})
+            break
+        blocks += more
     # the message's text (notifications, clients without blocks) is mrkdwn too
     return _mrkdwn(title), blocks
+
+
+def _cut_names(names: list[str], limit: int) -> str:
+    """The tool names, as many as fit in ``limit`` characters, then how many more."""
+    shown: list[str] = []
+    for name in names:
+        if shown and len(", ".join([*shown, name])) > limit:
+            return f"{', '.join(shown)} and {len(names) - len(shown)} more"
+        shown.append(name)
+    return ", ".join(shown)
 
 
 class SlackChannel:
@@ -160,37 +201,46 @@ class SlackChannel:
         except OSError as exc:
             raise DeliveryFailed(f"Slack {method}: {exc}") from exc
 
-    async def _post(self, event: OutboxEvent, roles: list[str] | None) -> dict[str, str]:
-        text, blocks = message_blocks(event, self.config)
+    async def _post(self, text: str, blocks: list[dict[str, Any]],
+                    roles: list[str] | None) -> dict[str, str]:
         resp = await self._call("chat_postMessage", channel=self.channel_for(roles), text=text,
                                 blocks=blocks, unfurl_links=False, unfurl_media=False)
         return {"channel": str(resp["channel"]), "ts": str(resp["ts"])}
 
-    async def _posted(self, event_id: str) -> dict[str, str] | None:
-        """Where an earlier event's message is (``None``: it was not posted)."""
-        ev = await self.store.outbox_get(event_id)
-        if ev is None or ev.deliveries is None or CHANNEL not in ev.deliveries:
+    @staticmethod
+    def _posted(event: OutboxEvent) -> dict[str, str] | None:
+        """Where the message an earlier event posted is (``None``: it posted none)."""
+        if event.deliveries is None or CHANNEL not in event.deliveries:
             return None
-        d = ev.deliveries[CHANNEL]
+        d = event.deliveries[CHANNEL]
         if d.status == "pending":
-            raise DeliveryFailed(f"the request's Slack message ({event_id}) is not posted yet")
+            raise DeliveryFailed(f"the request's Slack message ({event.id}) is not posted yet")
         return d.ref if d.status == "delivered" and "ts" in d.ref else None
 
     async def deliver(self, event: OutboxEvent, delivery: Delivery) -> dict[str, str] | None:
         n = event.notice
+        # Every message of a request shows the newest state an event of the request holds: an
+        # event delivered late (a retry, a slow dispatcher) never shows an older state over a
+        # newer one, such as a decided call's buttons again.
+        others = [e for e in await self.store.outbox_list(
+            thread_id=event.thread_id, id_prefix=request_event_prefix(n.interrupt_id),
+            limit=10_000) if e.id != event.id]
+        newest = max((e for e in others if e.notice.thread_version > n.thread_version),
+                     key=lambda e: e.notice.thread_version, default=event)
+        escalated = event.type == "request.escalated"
+        text, blocks = message_blocks(newest, self.config, escalated=escalated)
         if event.type == "request.raised":
             roles = sorted({r for c in n.calls for r in (c.reviewers or [])}) or None
-            return await self._post(event, roles)
+            return await self._post(text, blocks, roles)
         updated: dict[str, str] = {}
-        text, blocks = message_blocks(event, self.config)
-        for source in (raised_event_id(n.interrupt_id), escalated_event_id(n.interrupt_id)):
-            if source == event.id:
+        for source in others:
+            if source.type not in ("request.raised", "request.escalated"):
                 continue
-            ref = await self._posted(source)
+            ref = self._posted(source)
             if ref is not None:
                 await self._call("chat_update", channel=ref["channel"], ts=ref["ts"], text=text,
                                  blocks=blocks)
-                updated[source] = ref["ts"]
-        if event.type == "request.escalated":
-            return {**updated, **await self._post(event, n.roles)}
+                updated[source.id] = ref["ts"]
+        if escalated and newest.notice.pending:  # the escalation roles are told while it waits
+            return {**updated, **await self._post(text, blocks, n.roles)}
         return updated

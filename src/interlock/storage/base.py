@@ -460,6 +460,14 @@ def journal_json(entry: JournalEntry) -> str:
     return entry.model_dump_json(exclude_defaults=True)
 
 
+def posted_a_message(event_id: str) -> bool:
+    """Whether the event is a request's ``request.raised`` or ``request.escalated`` event:
+    the ones that post a message (Slack) which the request's later events update, so a prune
+    keeps them while their thread waits (see :meth:`Checkpointer.outbox_prune`)."""
+    return event_id.startswith("evt_") and (
+        event_id.endswith("_raised") or "_escalated" in event_id)
+
+
 def ts_key(at: datetime) -> str:
     """A UTC timestamp as fixed-width text that sorts like the time (for text columns)."""
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
@@ -633,14 +641,18 @@ class Checkpointer(Protocol):
 
     async def outbox_prune(self, *, before: datetime,
                            statuses: Sequence[str] = ("delivered",)) -> int:
-        """Delete events created before ``before`` whose status is one of ``statuses``;
-        returns how many were deleted."""
+        """Delete events created before ``before`` whose status is one of ``statuses``,
+        except those :func:`posted_a_message` names while their thread is ``interrupted``
+        (later events of the request update what they posted); returns how many were
+        deleted."""
         ...
 
     async def outbox_list(
-        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100,
+        id_prefix: str | None = None,
     ) -> list[OutboxEvent]:
-        """Events, oldest first, optionally filtered by status and thread."""
+        """Events, oldest first, optionally filtered by status, thread and the start of
+        their id (:func:`interlock.outbox.request_event_prefix`: the events of a request)."""
         ...
 
     async def close(self) -> None: ...

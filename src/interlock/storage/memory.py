@@ -25,6 +25,7 @@ from .base import (
     audit_rows,
     journal_json,
     metadata_contains,
+    posted_a_message,
     refuse_enqueue,
     review_deadline,
     search_key,
@@ -259,18 +260,25 @@ class MemoryCheckpointer:
 
     async def outbox_prune(self, *, before: datetime,
                            statuses: Sequence[str] = ("delivered",)) -> int:
+        def waiting(thread_id: str) -> bool:
+            stored = self._threads.get(thread_id)
+            return stored is not None and stored.status == "interrupted"
+
         with self._lock:
             gone = [eid for eid, row in self._outbox.items()
-                    if (e := self._event(row)).created_at < before and e.status in statuses]
+                    if (e := self._event(row)).created_at < before and e.status in statuses
+                    and not (posted_a_message(eid) and waiting(e.thread_id))]
             for eid in gone:
                 del self._outbox[eid]
         return len(gone)
 
     async def outbox_list(
-        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100,
+        id_prefix: str | None = None,
     ) -> list[OutboxEvent]:
         with self._lock:
-            rows = list(self._outbox.values())
+            rows = [row for eid, row in self._outbox.items()
+                    if id_prefix is None or eid.startswith(id_prefix)]
         events = [e for e in map(self._event, rows)
                   if (status is None or e.status == status)
                   and (thread_id is None or e.thread_id == thread_id)]

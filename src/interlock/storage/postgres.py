@@ -1085,9 +1085,10 @@ class PostgresCheckpointer:
         return await self._run(write)
 
     async def outbox_list(
-        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100,
+        id_prefix: str | None = None,
     ) -> list[OutboxEvent]:
-        params = {"status": status, "thread": thread_id, "limit": limit}
+        params = {"status": status, "thread": thread_id, "limit": limit, "prefix": id_prefix}
 
         def read() -> list[OutboxEvent]:
             rows = self._read("listing outbox events", lambda c: c.execute(
@@ -1562,14 +1563,18 @@ class _Statements:
         self.queue_release = f(QUEUE_RELEASE)
         self.queue_done = f(QUEUE_DONE)
         self.queue_list = f(QUEUE_LIST)
-        self.outbox_prune = f("DELETE FROM {s}.interlock_outbox WHERE created_at < %(before)s "
-                              "AND status = ANY(%(statuses)s)")
+        self.outbox_prune = f(
+            "DELETE FROM {s}.interlock_outbox o WHERE o.created_at < %(before)s "
+            "AND o.status = ANY(%(statuses)s) AND NOT ((o.id LIKE 'evt\\_%%\\_raised' OR "
+            "o.id LIKE 'evt\\_%%\\_escalated%%') AND EXISTS (SELECT 1 FROM {s}.interlock_threads t "
+            "WHERE t.thread_id = o.thread_id AND t.status = 'interrupted'))")
         self.outbox_get = f("SELECT data, lease_owner, lease_until FROM {s}.interlock_outbox "
                             "WHERE id = %s")
         self.outbox_list = f(
             "SELECT data, lease_owner, lease_until FROM {s}.interlock_outbox "
             "WHERE (%(status)s::text IS NULL OR status = %(status)s) "
             "AND (%(thread)s::text IS NULL OR thread_id = %(thread)s) "
+            "AND (%(prefix)s::text IS NULL OR starts_with(id, %(prefix)s)) "
             "ORDER BY created_at, id LIMIT %(limit)s"
         )
 

@@ -202,6 +202,14 @@ NEXT_CHANGE = "(SELECT COALESCE(MAX(change_seq), 0) + 1 FROM interlock_threads)"
 NEXT_SEARCH_ID = "(SELECT COALESCE(MAX(search_id), 0) + 1 FROM interlock_threads)"
 
 
+KEPT_WHILE_WAITING = (
+    "(id LIKE 'evt\\_%\\_raised' ESCAPE '\\' OR id LIKE 'evt\\_%\\_escalated%' ESCAPE '\\') "
+    "AND EXISTS (SELECT 1 FROM interlock_threads t WHERE t.thread_id = interlock_outbox.thread_id "
+    "AND t.status = 'interrupted')")
+"""The outbox rows a prune keeps (see :func:`interlock.storage.base.posted_a_message`): the events
+that posted a request's messages, while their thread waits."""
+
+
 def _packed(event_json: str) -> bytes:
     """An outbox event as stored: its JSON, deflated. An event repeats its calls' arguments
     (and the default description quotes them again), which deflate stores once; an event is
@@ -1160,17 +1168,23 @@ class SqliteCheckpointer:
         def w(conn: sqlite3.Connection) -> int:
             if not statuses:
                 return 0
-            return conn.execute(f"DELETE FROM interlock_outbox WHERE created_at<? AND status IN "
-                                f"({marks})", params).rowcount
+            return conn.execute(
+                f"DELETE FROM interlock_outbox WHERE created_at<? AND status IN ({marks}) "
+                f"AND NOT ({KEPT_WHILE_WAITING})", params).rowcount
 
         return await self._run(w)
 
     async def outbox_list(
-        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int = 100,
+        id_prefix: str | None = None,
     ) -> list[OutboxEvent]:
         where = [w for w, v in (("status=?", status), ("thread_id=?", thread_id))
                  if v is not None]
-        params: list[object] = [v for v in (status, thread_id) if v is not None] + [limit]
+        params: list[object] = [v for v in (status, thread_id) if v is not None]
+        if id_prefix is not None:
+            where.append("substr(id, 1, ?) = ?")
+            params += [len(id_prefix), id_prefix]
+        params.append(limit)
         sql = ("SELECT data, lease_owner, lease_until FROM interlock_outbox"
                + (" WHERE " + " AND ".join(where) if where else "")
                + " ORDER BY created_at, id LIMIT ?")
