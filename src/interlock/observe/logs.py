@@ -21,26 +21,44 @@ from datetime import UTC, datetime
 from .hooks import EVENT_IDS
 
 _FIELDS = (*EVENT_IDS, "event", "actor", "seq")
-# A name that holds a credential word at its start or after a separator (access_token,
-# api_key, X-Amz-Signature; not monkey). The quantifiers are bounded and a name starts only
-# where no name character precedes it, so a long line is scanned in linear time.
-_NAME = (r"(?:[\w.-]{0,100}[_.-])?(?:token|sig|signature|key|apikey|secret|password|passwd|pwd|"
-         r"code|credential|auth)[\w.-]{0,100}")
+# A name that holds a credential word at its start, after a separator or as a camelCase part
+# (access_token, api_key, X-Amz-Signature, accessToken, clientSecret; not monkey). The
+# quantifiers are bounded and a name starts only where no name character precedes it, so a
+# long line is scanned in linear time.
+_WORDS = "token|sig|signature|key|apikey|secret|password|passwd|pwd|code|credential|auth"
+_CAMEL = ("Token|Sig|Signature|Key|Apikey|ApiKey|Secret|Password|Passwd|Pwd|Code|Credential|"
+          "Auth")
+_NAME = (rf"(?:(?i:(?:[\w.-]{{0,100}}[_.-])?(?:{_WORDS}))|[A-Za-z0-9]{{0,100}}[a-z0-9]"
+         rf"(?:{_CAMEL}))[\w.-]{{0,100}}")
+# A header-like "Name: value" whose name says it is a credential (Authorization: Token ...,
+# X-Api-Key: ..., password: ...); its value may start with a scheme.
+_HEADER = (r"(?i:(?:[\w-]{0,50}[_-])?(?:authorization|api[_-]?key|token|secret|password|"
+           r"passwd|pwd|credentials?))")
 _SECRETS = re.compile(
-    rf"(?i)(?P<k>(?<![\w.-]){_NAME}=)[^&\s\"'<>]+"  # a query or form value
-    rf"|(?P<j>\"{_NAME}\"\s{{0,20}}:\s{{0,20}}\")[^\"]*"  # a JSON member: "token": "..."
-    r"|(?P<b>\b(?:bearer|basic)\s{1,20})[A-Za-z0-9._~+/=-]+"
+    rf"(?P<k>(?<![\w.-]){_NAME}=)[^&\s\"'<>]+"  # a query or form value
+    # a JSON member ("token": "...", escaped quotes included, or a number) or a Python one
+    rf"|(?P<j>\"{_NAME}\"\s{{0,20}}:\s{{0,20}})(?:\"(?:[^\"\\]|\\.){{0,100000}}\"|"
+    rf"-?[0-9][0-9.eE+-]{{0,100}})"
+    rf"|(?P<q>'{_NAME}'\s{{0,20}}:\s{{0,20}})'(?:[^'\\]|\\.){{0,100000}}'"
+    rf"|(?P<h>(?<![\w.-]){_HEADER}\s{{0,5}}:[ \t]{{0,20}}(?i:(?:bearer|basic|token|digest)"
+    rf"[ \t]{{1,20}})?)[^\s,;'\"]+"
+    r"|(?P<b>\b(?i:bearer|basic)\s{1,20})[A-Za-z0-9._~+/=-]+"
     # the password of a URL's user (https://user:password@host, postgresql://u:p@h/db)
-    r"|(?P<u>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,30}://[^\s/@:]{0,200}:)[^\s/@]+(?=@)"
+    r"|(?P<u>(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s/@:]{0,200}:)[^\s/@]+(?=@)"
     r"|(?P<p>/notify/email/)[^\s?#\"'/]+")  # an e-mail decision link: the path is the token
+_QUOTED = {"j": '"[redacted]"', "q": "'[redacted]'"}
+
+
+def _redacted(m: re.Match[str]) -> str:
+    group = m.lastgroup or ""  # the one alternative that matched: its kept prefix
+    return (m.group(group) or "") + _QUOTED.get(group, "[redacted]")
 
 
 def redact(text: str) -> str:
-    """``text`` with credentials replaced by ``[redacted]``: URL query and form values and
-    JSON members named like credentials, bearer and basic credentials, the password in a
-    URL, and decision-link tokens."""
-    return _SECRETS.sub(lambda m: next(g for g in m.groups() if g is not None) + "[redacted]",
-                        text)
+    """``text`` with credentials replaced by ``[redacted]``: URL query and form values, JSON
+    and Python members and header-like lines named like credentials (also in camelCase),
+    bearer and basic credentials, the password in a URL, and decision-link tokens."""
+    return _SECRETS.sub(_redacted, text)
 
 
 def json_lines_for(*loggers: str) -> None:
