@@ -6,7 +6,9 @@ system) and prints the difference divided by N: the instructions of one cycle.
 
 Modes: ``off`` (nothing installed: the engine's hooks are ``is None`` checks), ``metrics``
 (Prometheus counters), ``tracing`` (OpenTelemetry SDK spans to a no-op exporter), ``both``.
-``--child MODE CYCLES`` is the measured process itself. Needs valgrind.
+``--child MODE CYCLES`` is the measured process itself. Needs valgrind; ``--no-callgrind``
+measures CPU time per cycle instead (a figure that moves with the load: a check that the
+script works, not the cost to compare).
 """
 
 from __future__ import annotations
@@ -55,8 +57,12 @@ def child(mode: str, cycles: int) -> None:
         observe.install(observe.Observer(tracing=tracing, metrics=metrics))
     system = InterlockSystem("memory")
     for i in range(WARMUP + cycles):
+        if i == WARMUP:
+            started = time.process_time()
         system.pause(f"t{i}")
         system.resume(f"t{i}")
+    if cycles:
+        print(f"CPU {(time.process_time() - started) / cycles}", flush=True)
     if mode == "off":  # nothing of the extras was imported along the way
         loaded = [m for m in sys.modules if m.startswith(("opentelemetry", "prometheus_client"))]
         assert not loaded, loaded
@@ -77,6 +83,19 @@ def instructions(mode: str, cycles: int, src: str | None) -> int:
         return int(m.group(1))
 
 
+def cpu_per_cycle(mode: str, cycles: int, src: str | None) -> float:
+    """CPU seconds per cycle of a child process (no valgrind: a figure that moves with the
+    machine's load, for checking that the script works where valgrind is slow or absent)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, __file__, "--child", mode, str(cycles)], check=True,
+                          capture_output=True, text=True, env=env)
+    m = re.search(r"^CPU (\S+)$", done.stdout, re.M)
+    assert m is not None, done.stdout
+    return float(m.group(1))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cycles", type=int, default=100)
@@ -85,6 +104,8 @@ def main() -> None:
                    help="measure the library in this src/ directory (mode off only makes "
                    "sense for a checkout without interlock.observe)")
     p.add_argument("--child", nargs=2, metavar=("MODE", "CYCLES"))
+    p.add_argument("--no-callgrind", action="store_true",
+                   help="CPU time per cycle instead of instruction counts (no valgrind)")
     p.add_argument("--out", default=str(HERE / "results"),
                    help="where observe-YYYY-MM-DD-HHMM.json goes (docs/benchmarks.md reads it)")
     a = p.parse_args()
@@ -95,11 +116,16 @@ def main() -> None:
     started = time.time()
     found: dict[str, float] = {}
     for mode in a.modes.split(","):
-        per = (instructions(mode, a.cycles, a.src)
-               - instructions(mode, 0, a.src)) / a.cycles
+        if a.no_callgrind:
+            per = cpu_per_cycle(mode, a.cycles, a.src)
+        else:
+            per = (instructions(mode, a.cycles, a.src)
+                   - instructions(mode, 0, a.src)) / a.cycles
         base = per if mode == "off" else base
         extra = f" (+{(per / base - 1) * 100:.1f} %)" if base and mode != "off" else ""
-        print(f"{mode:8} {per / 1e6:.2f}M instructions per cycle{extra}", flush=True)
+        figure = (f"{per * 1e3:.2f} ms CPU" if a.no_callgrind
+                  else f"{per / 1e6:.2f}M instructions")
+        print(f"{mode:8} {figure} per cycle{extra}", flush=True)
         found[mode] = per
     if a.src is None:
         out = Path(a.out)
@@ -107,7 +133,7 @@ def main() -> None:
         name = out / f"observe-{time.strftime('%Y-%m-%d-%H%M', time.gmtime(started))}.json"
         name.write_text(json.dumps({
             "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)),
-            "cycles": a.cycles, "instructions": found,
+            "cycles": a.cycles, ("cpu_s" if a.no_callgrind else "instructions"): found,
             "commit": subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
                                      capture_output=True, text=True, check=False).stdout.strip(),
         }, indent=1) + "\n")

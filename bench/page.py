@@ -39,7 +39,7 @@ def reproduce(full: str) -> list[str]:
         "<!-- docs-test: replace bench/cycle_cost.py  ==> bench/cycle_cost.py --smoke "
         "--no-callgrind --out {tmp} -->",
         "<!-- docs-test: replace bench/observe_cost.py ==> bench/observe_cost.py --cycles 2 "
-        "--modes off --out {tmp} -->",
+        "--modes off,both --no-callgrind --out {tmp} -->",
         "<!-- docs-test: replace bench/run.py  ==> bench/run.py --smoke --figures "
         "a,b,c,d,e,import,workers,sse,many,inbox --out {tmp} -->",
         f"<!-- docs-test: replace bench/plots.py --results {full} "
@@ -58,7 +58,8 @@ def reproduce(full: str) -> list[str]:
         "page against the results it names -->",
         "```bash",
         "python -m venv .venv-bench",
-        ".venv-bench/bin/pip install -e '.[postgres,server]' -r bench/requirements.txt",
+        ".venv-bench/bin/pip install -e '.[postgres,server,otel,metrics]' "
+        "-r bench/requirements.txt",
         ".venv-bench/bin/python bench/run.py  # every figure, the cycle's cost first: 30 to 45 "
         "minutes on 2 cores",
         ".venv-bench/bin/python bench/cycle_cost.py  # the cycle's cost alone: about 15 minutes",
