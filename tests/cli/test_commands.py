@@ -497,6 +497,39 @@ def test_demo_with_an_unknown_model_provider(tmp_path: Path) -> None:
     assert_error(result, 1, "unknown provider 'acme'")
 
 
+def test_demo_on_a_directory_it_cannot_make_says_so_in_one_line(tmp_path: Path) -> None:
+    in_the_way = tmp_path / "afile"
+    in_the_way.write_text("")
+    assert_error(run("demo", "--no-browser", "--port", "0", "--data-dir",
+                     str(in_the_way / "sub")), 1, "cannot be created", "--data-dir DIR")
+    assert_error(run("demo", "--no-browser", "--port", "0",
+                     env={"INTERLOCK_DEMO_DIR": str(in_the_way)}), 1,
+                 "is a file, not a directory", "--data-dir DIR")
+
+
+def test_python_advice_in_a_message_becomes_the_command(tmp_path: Path) -> None:
+    """A model that cannot be reached: the message names `interlock recover`, not the
+    Python method."""
+    result = run("demo", "--no-browser", "--port", "0", "--data-dir", str(tmp_path / "d"),
+                 "--model", "openai:gpt-4.1-mini",
+                 env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert_error(result, 1, "openai error", "`interlock recover THREAD`")
+    assert "agent.recover" not in result.output
+
+
+def test_an_audit_head_that_is_not_one_is_named(tmp_path: Path, data: Path) -> None:
+    db = f"sqlite:///{data / 'interlock.db'}"
+    empty, other = tmp_path / "empty.json", tmp_path / "other.json"
+    empty.write_text("")
+    other.write_text('{"format": "something else"}')
+    assert_error(run("audit", "verify", "--db", db, "--head", str(empty)), 1,
+                 "is not an exported audit head (the file is empty)", "export-head")
+    assert_error(run("audit", "verify", "--db", db, "--head", str(other)), 1,
+                 "is not an exported audit head", "export-head")
+    assert_error(run("audit", "verify", "--db", db, "--head", str(tmp_path / "none.json")),
+                 1, "cannot read the exported head", "No such file")
+
+
 def test_serve_is_registered() -> None:
     result = run("serve", "--help")
     assert result.exit_code == 0

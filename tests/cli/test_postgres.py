@@ -75,3 +75,23 @@ def test_cli_on_postgres(pg: tuple[str, Path]) -> None:
     result = runner.invoke(main, ["show", "nope", "--db", url])
     assert result.exit_code == 1
     assert result.stderr.startswith("error: Thread 'nope' does not exist")
+
+
+@pytest.mark.parametrize("command", [["threads"], ["audit", "verify"], ["outbox"],
+                                     ["show", "t1"]])
+def test_a_schema_without_interlock_tables_is_an_error_and_stays_absent(
+        command: list[str]) -> None:
+    """A mistyped ``?schema=`` is not taken for an empty store: the command fails, says what
+    to check, and creates nothing (a green "audit log intact" on a store just made would
+    hide the typo)."""
+    require_postgres()
+    import psycopg
+
+    schema = f"cli_typo_{uuid.uuid4().hex[:8]}"
+    result = CliRunner().invoke(main, [*command, "--db", f"{PG_DSN}?schema={schema}"])
+    assert result.exit_code == 1, result.output
+    assert f"the schema '{schema}' holds no interlock tables" in result.stderr
+    assert "interlock migrate" in result.stderr and "Traceback" not in result.output
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM information_schema.schemata WHERE "
+                            "schema_name = %s", [schema]).fetchone() == (0,)

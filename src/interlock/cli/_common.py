@@ -29,6 +29,7 @@ from ..errors import (
     ConfigurationError,
     InterlockError,
     NotAuthorized,
+    StorageError,
     in_other_terms,
 )
 from ..models.scripted import ScriptedModel
@@ -100,9 +101,23 @@ class InterlockGroup(click.Group):
             raise CliError(cli_message(exc)) from exc
 
 
+_COMMANDS = (
+    ("agent.recover(thread_id)", "`interlock recover THREAD` (with the same --agent and --db)"),
+    ("agent.recover_stale()", "`interlock recover` (with the same --agent and --db)"),
+)
+"""Python advice in the library's messages, and the command that does the same."""
+
+
 def cli_message(exc: InterlockError) -> str:
     """The library's message, with its Python advice (``agent.invoke(...)``) replaced by the
     commands that do the same from a shell."""
+    text = _cli_terms(exc)
+    for python, command in _COMMANDS:
+        text = text.replace(python, command)
+    return text
+
+
+def _cli_terms(exc: InterlockError) -> str:
     return in_other_terms(
         exc,
         not_found="Thread {thread!r} does not exist in this store. List the threads with "
@@ -213,6 +228,18 @@ def open_store(url: str) -> Checkpointer:
             f"--db {redact_url(url)!r}: the database file {store.path} does not exist. Check "
             f"the path (sqlite:///relative.db or sqlite:////absolute/path.db)."
         )
+    stored_version = getattr(store, "stored_version", None)  # Postgres: is the schema there?
+    if callable(stored_version):
+        try:
+            found = stored_version()
+        except StorageError as exc:
+            raise CliError(f"--db {redact_url(url)!r}: {exc}") from exc
+        if found == 0:
+            schema = getattr(store, "schema", "public")
+            raise CliError(
+                f"--db {redact_url(url)!r}: the schema {schema!r} holds no interlock tables. "
+                f"Check the schema name (?schema=NAME in the URL; the default is public); to "
+                f"create the tables for a new store, run `interlock migrate --db URL`.")
     return store
 
 

@@ -109,9 +109,17 @@ def _verify(agent: Agent, thread_id: str | None, head_file: Path | None,
     head = None
     if head_file is not None:
         try:
-            head = AuditHead.model_validate_json(head_file.read_bytes())
-        except (OSError, ValueError) as exc:
-            raise CliError(f"cannot read the exported head {head_file}: {exc}") from None
+            raw = head_file.read_bytes()
+        except OSError as exc:
+            raise CliError(f"cannot read the exported head {head_file}: "
+                           f"{exc.strerror or exc}.") from None
+        try:
+            head = AuditHead.model_validate_json(raw)
+        except ValueError:
+            raise CliError(
+                f"{head_file} is not an exported audit head"
+                f"{' (the file is empty)' if not raw.strip() else ''}: pass the file that "
+                f"`interlock audit export-head --db URL > FILE` wrote, unchanged.") from None
     report = agent.verify_audit(thread_id, allow_unsigned=allow_unsigned, head=head)
     for note in report.unchecked:
         click.echo(f"  not checked: {display.one_line(str(note))}", err=True)

@@ -49,7 +49,20 @@ def claim(data_dir: Path) -> Iterator[None]:
     directory (started by you or, on a shared home, by someone else) is refused instead of
     wiping the databases the first one serves. A directory that belongs to another user is
     refused too."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    if data_dir.exists() and not data_dir.is_dir():
+        raise ConfigurationError(
+            f"The demo directory {data_dir} is a file, not a directory. Use a directory: "
+            f"interlock demo --data-dir DIR (or set {DATA_DIR_ENV}).")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, a read-only or foreign parent
+        raise ConfigurationError(
+            f"The demo directory {data_dir} cannot be created: "
+            f"{exc.strerror or type(exc).__name__}"
+            f"{f' ({exc.filename})' if exc.filename and str(exc.filename) != str(data_dir) else ''}"
+            f". Use a directory you can write: interlock demo --data-dir DIR (or set "
+            f"{DATA_DIR_ENV})."
+        ) from exc
     owner = data_dir.stat().st_uid
     if hasattr(os, "getuid") and owner != os.getuid():
         try:
@@ -62,7 +75,14 @@ def claim(data_dir: Path) -> Iterator[None]:
             f"The demo directory {data_dir} belongs to {name}, not to you; its data is theirs. "
             f"Use your own: interlock demo --data-dir DIR (or set {DATA_DIR_ENV})."
         )
-    lock = open(data_dir / "demo.lock", "a+", encoding="utf-8")  # noqa: SIM115 (held open)
+    try:
+        lock = open(data_dir / "demo.lock", "a+", encoding="utf-8")  # noqa: SIM115 (held open)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"The demo directory {data_dir} cannot be written: "
+            f"{exc.strerror or type(exc).__name__}. Use a directory you can write: interlock "
+            f"demo --data-dir DIR (or set {DATA_DIR_ENV})."
+        ) from exc
     try:
         try:
             import fcntl

@@ -615,6 +615,20 @@ class PostgresCheckpointer:
         finally:
             waiting.cancel()
 
+    def stored_version(self) -> int:
+        """The interlock schema version the database holds in this checkpointer's schema, read
+        without creating anything (0: no interlock tables there, e.g. a mistyped schema)."""
+        import psycopg
+
+        try:
+            with psycopg.connect(self.dsn, **self._connect_kwargs()) as conn:
+                return self._stored_version(conn)
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"Cannot read Postgres at {self._where}: {self._said(exc)}. Cause: "
+                f"{cause(exc) or 'check that the server runs and that the DSN is right'}."
+            ) from exc
+
     def migrate(self) -> tuple[int, int]:
         """Create the schema and tables if missing and apply pending migrations (what
         ``interlock migrate`` runs, as the role that owns the schema). Returns the schema
