@@ -451,6 +451,33 @@ def test_interlock_recover_continues_the_threads_of_a_dead_process(env: dict[str
     assert again.returncode == 0 and "No thread needed recovery." in again.stdout
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+def test_a_dead_process_not_reaped_yet_is_taken_for_dead(env: dict[str, str]) -> None:
+    """Invariant 2: a run whose process was killed has a mover at once, also while its
+    parent has not reaped it (a zombie still answers ``kill(pid, 0)``; a container whose
+    first process reaps nothing keeps it so): its thread is recovered now, not once its
+    five-minute lease runs out."""
+    proc = child(env, "invoke", "t")
+    wait_for("the tool to start", lambda: counter(env) == ["start 1"])
+    os.kill(proc.pid, signal.SIGKILL)
+    stat = Path(f"/proc/{proc.pid}/stat")
+    wait_for("the child to be a zombie", lambda: stat.read_bytes().rsplit(b")", 1)[1][1:2]
+             == b"Z")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "interlock.cli", "recover", "--json", "--agent",
+             "slow_agent:agent"], env=env, cwd=PROCS, capture_output=True, text=True,
+            timeout=60)
+        assert done.returncode == 0, done.stderr
+        [outcome] = json.loads(done.stdout)
+        assert outcome["thread_id"] == "t" and outcome["status"] == "interrupted"
+        reasons = [a["reason"] for a in outcome["interrupts"][0]["value"]["action_requests"]]
+        assert reasons == ["outcome_unknown"]
+        assert counter(env) == ["start 1"]  # not run again
+    finally:
+        proc.wait()
+
+
 def test_a_sync_tool_outliving_tool_grace_keeps_the_thread_until_its_result_is_stored(
     env: dict[str, str],
 ) -> None:

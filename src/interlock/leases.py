@@ -60,13 +60,22 @@ def is_this_process(owner: str) -> bool:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host runs. A process that exited but that its parent
+    has not reaped yet (a zombie: a container whose first process reaps nothing) still
+    answers a signal; on Linux its state says it is gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:  # not Linux, or gone meanwhile: the signal's answer stands
+        return True
+    state = stat[stat.rfind(b")") + 2:][:1]  # the field after "(command)"
+    return state not in (b"Z", b"X")
 
 
 def owner_alive(owner: str, lease_until: datetime | None, now: datetime, thread_id: str, *,
