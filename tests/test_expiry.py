@@ -21,8 +21,10 @@ import pytest
 from interlock import (
     Agent,
     AssistantMessage,
+    CallSettled,
     CallState,
     HumanInTheLoop,
+    InterruptConflict,
     InterruptOn,
     NoPendingInterrupt,
     ScriptedModel,
@@ -366,3 +368,62 @@ def test_api_late_decision_is_409_when_it_touches_the_thread_first(env: Env) -> 
     asyncio.run(main())
     assert env.ran == []
     assert len(_expired_rows(env.agent, "t1")) == 1
+
+
+def test_one_sweep_applies_every_deadline_of_per_call_requests(tmp_path: Path) -> None:
+    """Invariant 2, with ``interrupt_mode="per_call"`` (one request per call): one sweep
+    escalates every call past ``escalate_after`` and, later, expires every call past its
+    deadline, in one commit each; the run then continues at once."""
+    clock = Clock()
+    ran: list[int] = []
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay."""
+        ran.append(amount)
+        return "paid"
+
+    agent = Agent(
+        model=ScriptedModel([[{"name": "pay", "args": {"amount": 1}},
+                              {"name": "pay", "args": {"amount": 2}},
+                              {"name": "pay", "args": {"amount": 3}}], "done"]),
+        tools=[pay], clock=clock,
+        middleware=[HumanInTheLoop(interrupt_on={"pay": InterruptOn(
+            allowed_decisions=["approve", "reject"], reviewers=["finance"],
+            escalate_to=["oncall"], escalate_after=timedelta(minutes=30),
+            expires_after=timedelta(minutes=60))}, interrupt_mode="per_call")],
+        checkpointer=SqliteCheckpointer(tmp_path / "interlock.db"))
+    try:
+        assert len(agent.invoke("go", thread_id="t").interrupts) == 3
+        clock.advance(timedelta(minutes=31))
+        agent.expire_due()
+        requests = agent.get_thread("t").interrupts
+        assert [r.value.review_configs[0].escalated_at is not None for r in requests] == \
+            [True] * 3
+        escalated = [r for r in agent.audit("t") if r.kind == "escalated"]
+        assert len(escalated) == 3 and len({r.data["interrupt_id"] for r in escalated}) == 3
+        clock.advance(timedelta(minutes=30))
+        [result] = agent.expire_due()
+        assert result.status == "completed" and result.interrupts == []
+        assert len(_expired_rows(agent, "t")) == 3 and ran == []
+    finally:
+        agent.close()
+
+
+def test_a_decision_for_a_call_that_expired_says_so_and_changes_nothing(env: Env) -> None:
+    """The sweep expired the call and the run went on: a reviewer's late approval names the
+    call, is told it expired (409 ``CallSettled``, an ``InterruptConflict``) and stores
+    nothing."""
+    agent = env.agent
+    first = agent.invoke("orders", thread_id="t1")
+    call_id = first.interrupts[0].value.action_requests[0].tool_call_id
+    env.clock.advance(DEADLINE + timedelta(seconds=1))
+    assert agent.expire_due()[0].status == "completed"
+    version = agent.get_thread("t1").version
+    for late in ({call_id: {"type": "approve"}}, [{"type": "approve", "tool_call_id": call_id}]):
+        with pytest.raises(CallSettled, match="it expired: no reviewer decided before its "
+                                              "deadline") as caught:
+            agent.resume("t1", late, reviewer="ops")
+        assert isinstance(caught.value, InterruptConflict)
+        assert caught.value.tool_call_id == call_id and caught.value.state == "expired"
+    assert agent.get_thread("t1").version == version and env.ran == []

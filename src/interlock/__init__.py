@@ -6,6 +6,7 @@ from .audit.verify import AuditHead, AuditReport
 from .decisions import Approve, Decision, Edit, EditedAction, Reject, Respond, Reviewer
 from .errors import (
     CallNotFound,
+    CallSettled,
     ConcurrencyError,
     ConfigurationError,
     InterlockError,
@@ -101,6 +102,7 @@ __all__ = [
     "AuditRecord",
     "AuditReport",
     "CallNotFound",
+    "CallSettled",
     "CallState",
     "Checkpointer",
     "Command",

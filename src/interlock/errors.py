@@ -16,7 +16,8 @@
     ├── ConcurrencyError          another process or reviewer changed the thread first
     │   ├── InterruptConflict     another resume of the same interrupt won
     │   │   ├── StaleRevision     the decision was made for an earlier revision of the call
-    │   │   └── PositionTaken     an unkeyed response would skip to a call its sender was not shown
+    │   │   ├── PositionTaken     an unkeyed response would skip to a call its sender was not shown
+    │   │   └── CallSettled       the call named was settled before (expired, decided, cancelled)
     │   ├── ThreadBusy            another process is advancing the thread right now
     │   └── VersionConflict       a store's compare-and-set lost: the thread's version moved
     ├── SubAgentThread            the thread belongs to a sub-agent: act on its parent
@@ -218,6 +219,38 @@ class PositionTaken(InterruptConflict):
         self.thread_id = thread_id
         self.interrupt_id = None
         self.tool_call_id = tool_call_id
+
+
+class CallSettled(InterruptConflict):
+    """The decision names a call that is no longer waiting for one: it expired, another
+    reviewer decided it, or its thread was cancelled, before this decision arrived. Nothing
+    was stored."""
+
+    def __init__(self, thread_id: str, tool_call_id: str, name: str, state: str,
+                 by: str | None) -> None:
+        how = {
+            "expired": "it expired: no reviewer decided before its deadline",
+            "cancelled": "its thread was cancelled",
+            "rejected": "it was rejected",
+            "responded": "it was answered without running",
+            "running": "it was approved and is running",
+            "waiting": "it was approved and is running",
+            "interrupted": "it was approved and is running",
+            "succeeded": "it was approved and has run",
+            "failed": "it was approved and has run (it failed)",
+            "unknown": "it was approved and its outcome is unknown",
+        }.get(state, "it was approved")
+        who = f" (by {by!r})" if by and state != "expired" else ""
+        ConcurrencyError.__init__(
+            self,
+            f"Call {tool_call_id!r} ({name}) of thread {thread_id!r} no longer waits for a "
+            f"decision: {how}{who}. This decision was not stored and nothing ran because of "
+            f"it. Reload the thread to see the outcome."
+        )
+        self.thread_id = thread_id
+        self.interrupt_id = None
+        self.tool_call_id = tool_call_id
+        self.state = state
 
 
 class StaleRevision(InterruptConflict):

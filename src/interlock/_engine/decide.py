@@ -3,7 +3,7 @@ revoking. Each is validated in full first, then stored in one commit of the run 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -19,9 +19,11 @@ from ..decisions import (
     ResolvedDecision,
     Respond,
     Reviewer,
+    is_decision,
     resolve_decisions,
 )
 from ..errors import (
+    CallSettled,
     ConcurrencyError,
     InterruptConflict,
     InvalidDecision,
@@ -31,7 +33,7 @@ from ..errors import (
 )
 from ..interrupts import Interrupt
 from ..messages import ToolMessage
-from ..review_request import shown_digest
+from ..review_request import request_value, shown_digest
 from ..storage.base import (
     FINAL_STATES,
     RESOLVED_KEPT,
@@ -68,12 +70,51 @@ def raise_if_answered(txn: ThreadTxn, spec: ResumeSpec) -> None:
         raise InterruptConflict(txn.thread_id, answered)
 
 
+def _named_calls(decisions: Any) -> list[str]:
+    """The tool call ids a resume's decisions name: the keys of ``{call_id: decision}`` or
+    the ``tool_call_id`` of each decision in a list (or of a single decision)."""
+    if isinstance(decisions, Mapping) and set(decisions) == {"decisions"}:
+        decisions = decisions["decisions"]
+    if is_decision(decisions):
+        decisions = [decisions]
+    if isinstance(decisions, Mapping):
+        return [k for k in decisions if isinstance(k, str)]
+    named = []
+    for d in decisions if isinstance(decisions, (list, tuple)) else ():
+        cid = d.get("tool_call_id") if isinstance(d, Mapping) else getattr(d, "tool_call_id",
+                                                                            None)
+        if isinstance(cid, str):
+            named.append(cid)
+    return named
+
+
+async def _raise_if_settled(txn: ThreadTxn, spec: ResumeSpec, pending: list[Interrupt]) -> None:
+    """A decision naming a call of an earlier turn that no longer waits (expired, decided,
+    cancelled) is told so (:class:`CallSettled`) rather than that nothing is pending or that
+    the id is unknown."""
+    named = _named_calls(spec.decisions)
+    if not named:
+        return
+    waiting = {c.request.tool_call_id for i in pending if i.kind == "review"
+               for c in review_calls(i)}
+    # a call of the open turn decided already is refused by the decisions' own checks
+    gone = [cid for cid in named if cid not in waiting and cid not in txn.snapshot.journal]
+    if not gone:
+        return
+    entries = {e.tool_call_id: e for e in await txn.store.journal(txn.thread_id)}
+    for cid in gone:
+        e = entries.get(cid)
+        if e is not None and e.state not in (CallState.PROPOSED, CallState.PENDING_REVIEW):
+            raise CallSettled(txn.thread_id, cid, e.name, e.state.value, e.decided_by)
+
+
 async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
     """Validate the decisions and answers against the pending requests, then store them in
     one commit (``InterruptConflict`` if another resume was stored first)."""
     pending = list(txn.thread.pending)
     if spec.has_command and pending:
         interpret_command(spec, pending)
+    await _raise_if_settled(txn, spec, pending)
     if not pending:
         if spec.interrupt_id:
             raise StaleInterrupt(txn.thread_id, spec.interrupt_id, [])
@@ -363,20 +404,38 @@ async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Re
 
 
 async def expire_due(txn: ThreadTxn) -> bool:
-    """Escalate review calls past ``escalate_at`` and resolve those past their deadline.
-    Returns True if anything changed."""
+    """Escalate review calls past ``escalate_at`` and resolve those past their deadline, in
+    every review request of the thread (one per call with ``interrupt_mode="per_call"``), in
+    one commit. Returns True if anything changed."""
     now = txn.now()
-    review = next((i for i in txn.thread.pending if i.kind == "review" and i.path is None), None)
-    if review is None:
+    journal: list[JournalEntry] = []
+    audit: list[AuditItem] = []
+    pending: list[Interrupt | None] = list(txn.thread.pending)
+    for at, review in enumerate(txn.thread.pending):
+        if review.kind != "review" or review.path is not None:
+            continue
+        left = _apply_deadlines(txn, review, now, journal, audit)
+        if left is not None:
+            pending[at] = replaced(review, {"value": request_value(left)}) if left else None
+    if not audit:
         return False
+    await txn.commit(journal=journal, audit=audit,
+                     pending=[i for i in pending if i is not None], hold_lease=False)
+    return True
+
+
+def _apply_deadlines(txn: ThreadTxn, review: Interrupt, now: datetime,
+                     journal: list[JournalEntry], audit: list[AuditItem],
+                     ) -> list[PendingCall] | None:
+    """Escalate and expire what is due in one review request (its journal entries and audit
+    rows added to ``journal`` and ``audit``): the calls left pending, or None when nothing
+    was due."""
     calls = review_calls(review)
     due = [c for c in calls if c.config.expires_at is not None and c.config.expires_at <= now]
     escalate = [c for c in calls if c not in due and c.config.escalate_at is not None
                 and c.config.escalated_at is None and c.config.escalate_at <= now]
     if not due and not escalate:
-        return False
-    journal = []
-    audit: list[AuditItem] = []
+        return None
     if escalate:
         calls = [_escalated(c, now) if c in escalate else c for c in calls]
         roles = sorted({r for c in escalate for r in (c.config.escalate_to or [])})
@@ -395,10 +454,7 @@ async def expire_due(txn: ThreadTxn) -> bool:
             "interrupt_id": review.id, "name": e.name, "args": e.args,
             "expires_at": c.config.expires_at, "on_expire": "reject"}))
     due_ids = {c.request.tool_call_id for c in due}
-    left: list[PendingCall] = [c for c in calls if c.request.tool_call_id not in due_ids]
-    await txn.commit(journal=journal, audit=audit, pending=replace_review(txn, review, left),
-                     hold_lease=False)
-    return True
+    return [c for c in calls if c.request.tool_call_id not in due_ids]
 
 
 async def _cancel_children(txn: ThreadTxn, deps: RunDeps, reason: str | None,
