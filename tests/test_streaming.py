@@ -4,17 +4,28 @@ entry points (acceptance 5 of the core issue; the HITL tests are parametrised ov
 from __future__ import annotations
 
 import asyncio
+import time
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from conftest import EntryPoint, StoreFactory
 from interlock import (
+    Agent,
+    CallState,
     Command,
+    HumanInTheLoop,
     InterruptRaised,
     ModelTextDelta,
     RunCompleted,
+    ScriptedModel,
+    SqliteCheckpointer,
     ToolCallProposed,
     ToolFinished,
+    ToolMessage,
     ToolStarted,
+    tool,
 )
 from seed_agent import DELETE_QUERY, call, make_agent
 
@@ -99,3 +110,57 @@ def test_entry_points_give_identical_results(stores: StoreFactory) -> None:
     results = {kind: _scenario(EntryPoint(kind), stores()) for kind in ("sync", "async", "stream")}
     assert results["sync"] == results["async"] == results["stream"]
     assert [o["status"] for o in results["sync"]] == ["interrupted", "interrupted", "completed"]
+
+
+@pytest.mark.parametrize("leave", ["break", "aclose"])
+def test_leaving_a_stream_while_its_tool_runs_keeps_the_tools_outcome(
+        tmp_path: Path, leave: str) -> None:
+    """Invariant 2: the consumer leaves ``astream`` while the approved call's sync tool runs
+    (``break``, or closing the stream), then closes the agent: the run is cancelled as a
+    timeout cancels it, the tool is waited for and its result stored, so the next process
+    never asks whether the call ran."""
+    ran: list[str] = []
+
+    @tool
+    def work(n: int) -> str:
+        """Do work n."""
+        ran.append("start")
+        time.sleep(0.5)
+        ran.append("done")
+        return f"worked {n}"
+
+    def reply(messages: Any) -> Any:
+        if isinstance(messages[-1], ToolMessage):
+            return f"finished: {messages[-1].content}"
+        return {"name": "work", "args": {"n": 1}, "id": "w1"}
+
+    def agent() -> Agent:
+        return Agent(model=ScriptedModel(reply), tools=[work],
+                     middleware=[HumanInTheLoop(interrupt_on={"work": True})],
+                     checkpointer=SqliteCheckpointer(tmp_path / "db.sqlite"))
+
+    async def first() -> None:
+        a = agent()
+        assert (await a.ainvoke("go", thread_id="t1")).interrupted
+        stream = a.astream(Command(resume=[{"type": "approve"}]), thread_id="t1")
+        async for event in stream:
+            if isinstance(event, ToolStarted):
+                break
+        if leave == "aclose":
+            await stream.aclose()
+        await a.aclose()
+
+    asyncio.run(first())
+    assert ran == ["start", "done"]
+    again = agent()
+    try:
+        [entry] = again.journal("t1")
+        assert entry.state == CallState.SUCCEEDED and entry.result is not None
+        assert entry.result.content == "worked 1"
+        again.recover_stale()
+        state = again.get_thread("t1")
+        assert state.status == "completed" and state.interrupts == []
+        assert not [r for r in again.audit("t1") if r.kind == "outcome_unknown"]
+        assert ran == ["start", "done"]
+    finally:
+        again.close()

@@ -170,6 +170,8 @@ class Agent:
         if tool_grace < timedelta(0):
             raise ConfigurationError("tool_grace must not be negative.")
         self.tool_grace = tool_grace
+        self._streamed: set[asyncio.Task[Any]] = set()
+        """The runs of :meth:`astream` calls not finished yet (:meth:`aclose` ends them)."""
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
         self.name = name
         self.owner = process_owner()
@@ -361,6 +363,8 @@ class Agent:
                 await queue.put(None)
 
         task = asyncio.create_task(work())
+        self._streamed.add(task)
+        task.add_done_callback(self._streamed.discard)
         try:
             while True:
                 event = await queue.get()
@@ -371,7 +375,12 @@ class Agent:
             yield RunCompleted(tid, result)
         finally:
             if not task.done():
-                task.cancel()
+                # the consumer left early: the run is cancelled as a caller's timeout cancels
+                # it, and seen to its end (a running tool is waited for and its outcome
+                # stored) before the stream is done
+                if not task.cancelling():
+                    task.cancel()
+                await asyncio.wait({task})
 
     async def arun_queued(self, thread_id: str, *,
                           on_event: Callable[[Event], Awaitable[None]] | None = None,
@@ -717,10 +726,17 @@ class Agent:
         return run_blocking(self.aexport_audit_head(), "export_audit_head")
 
     async def aclose(self) -> None:
-        """Close the tool sources (e.g. stop MCP servers) and the checkpointer. A tool still
-        running after its run was cancelled (Ctrl-C in a blocking call) is waited for first,
-        up to ``CLOSE_WAIT`` seconds, so that its outcome is stored rather than left to be
-        declared unknown."""
+        """Close the tool sources (e.g. stop MCP servers) and the checkpointer. The run of a
+        stream whose consumer left without closing it is cancelled, and a tool still running
+        after its run was cancelled (Ctrl-C in a blocking call, a stream left early) is waited
+        for first, up to ``CLOSE_WAIT`` seconds, so that its outcome is stored rather than
+        left to be declared unknown."""
+        streamed = [t for t in self._streamed if not t.done()]
+        for task in streamed:  # a stream its consumer left without closing it
+            if not task.cancelling():
+                task.cancel()
+        if streamed:
+            await asyncio.wait(streamed, timeout=CLOSE_WAIT)
         left = await finish_pending(CLOSE_WAIT)
         if left:
             log.warning("closing with %d tool call(s) of cancelled runs still running: their "

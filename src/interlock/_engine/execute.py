@@ -236,8 +236,15 @@ async def _outcome(txn: ThreadTxn, deps: RunDeps, tool_task: asyncio.Future[Tool
         # an async tool is cancelled at its next await; a sync tool in its worker thread
         # cannot be, and its call returns when the function does (see Tool.run)
         tool_task.cancel()
-        if not tool_task.done():
-            await asyncio.wait({tool_task}, timeout=deps.tool_grace.total_seconds())
+        try:
+            if not tool_task.done():
+                await asyncio.wait({tool_task}, timeout=deps.tool_grace.total_seconds())
+        except asyncio.CancelledError:
+            # cancelled again while waiting (a second Ctrl-C, a stream left and then its
+            # agent closed): the run goes, but the tool's outcome is still stored when it ends
+            if not tool_task.done():
+                _finish_later(txn, tool_task)
+            raise
         if not tool_task.done():
             _finish_later(txn, tool_task)
             raise ToolStillRunning() from None
