@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,7 @@ from interlock import (
     RunCompleted,
     ScriptedModel,
     StaleInterrupt,
+    StorageError,
     SubAgentMismatch,
     SubAgentThread,
     ThreadBusy,
@@ -463,3 +465,64 @@ def test_audit_of_parent_and_children_verifies(stores: StoreFactory) -> None:
                 if r.kind == "tool_finished"]
     assert waiting == ["a1@ask_researcher", "a1@ask_dba"]
     assert finished == ["a1@ask_dba", "a1@ask_researcher"]
+
+
+class _DecisionAnswerLost:
+    """Wraps a store: the commit that stores the child's call ``w1`` as approved lands, and
+    its caller gets a ``StorageError`` (a connection cut after the database took it)."""
+
+    durable = True
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.armed = inner, True
+
+    async def commit(self, change: Any, *, expected_version: int | None) -> None:
+        hit = self.armed and any(e.tool_call_id == "w1" and e.state == CallState.APPROVED
+                                 for e in change.journal)
+        await self.inner.commit(change, expected_version=expected_version)
+        if hit:
+            self.armed = False
+            raise StorageError("injected: the answer to this write was lost")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_decision_stored_in_the_child_whose_answer_was_lost_leaves_no_stale_request(
+        stores: StoreFactory) -> None:
+    """Invariant 2: the reviewer's decision reached the sub-agent's thread but its answer was
+    lost. Resending it is refused (it was stored already), and the parent no longer shows a
+    request that every resume would be refused: it reads its sub-agent and completes; the
+    tool ran once."""
+    ran: list[int] = []
+
+    @tool
+    def work(n: int) -> str:
+        """Do work n."""
+        ran.append(n)
+        return f"worked {n}"
+
+    def child_reply(messages: Any) -> Any:
+        if isinstance(messages[-1], ToolMessage):
+            return f"finished: {messages[-1].content}"
+        return {"name": "work", "args": {"n": 1}, "id": "w1"}
+
+    def parent_reply(messages: Any) -> Any:
+        if isinstance(messages[-1], ToolMessage):
+            return f"parent done: {messages[-1].content}"
+        return {"name": "helper", "args": {"task": "do it"}, "id": "p1"}
+
+    store = _DecisionAnswerLost(stores())
+    child = Agent(name="helper", model=ScriptedModel(child_reply), tools=[work],
+                  middleware=[HumanInTheLoop(interrupt_on={"work": True})], checkpointer=store)
+    parent = Agent(name="boss", model=ScriptedModel(parent_reply), tools=[child.as_tool()],
+                   checkpointer=store)
+    shown = parent.invoke("go", thread_id="t1").interrupts[0].id
+    with pytest.raises(StorageError, match="answer to this write was lost"):
+        parent.resume("t1", [{"type": "approve"}], interrupt_id=shown)
+    with pytest.raises(InterruptConflict):  # the reviewer sends it again
+        parent.resume("t1", [{"type": "approve"}], interrupt_id=shown)
+    state = parent.get_thread("t1")
+    assert state.status == "completed" and state.interrupts == []
+    assert state.messages[-1].content == "parent done: finished: worked 1"
+    assert parent.list_threads(status="interrupted") == [] and ran == [1]

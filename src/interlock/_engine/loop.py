@@ -15,6 +15,7 @@ redone. Each function here takes the run transaction and the agent's dependencie
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from inspect import isawaitable
 from typing import Any
@@ -32,6 +33,8 @@ from ..authz import (
 from ..decisions import PendingCall
 from ..errors import (
     InterlockError,
+    InterruptConflict,
+    NoPendingInterrupt,
     RunLimitExceeded,
     StaleInterrupt,
     SubAgentThread,
@@ -72,7 +75,7 @@ from ..storage.base import (
 from ..subagents import Caller
 from ..text import escaped, storable_reply
 from ..tools import Tool
-from .children import child_state, has_waiting, plan
+from .children import Route, child_state, has_waiting, plan
 from .decide import apply_resume, expire_due, raise_if_answered
 from .delegate import route, settle_waiting
 from .deps import RunDeps
@@ -229,7 +232,7 @@ async def resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> RunResult:
         _not_a_child(txn, _DECIDE_ON_PARENT, spec)
         if (routes := plan(txn, spec)) is not None:
             # a request of a sub-agent: its thread is not the one busy here
-            await route(txn, deps, spec, routes, claim=False)
+            await _route_or_settle(txn, deps, spec, routes, claim=False)
             return await settle_after(txn, deps)
         raise
     _not_a_child(txn, _DECIDE_ON_PARENT, spec)
@@ -250,13 +253,27 @@ async def resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> RunResult:
         raise StaleInterrupt(txn.thread_id, spec.interrupt_id or next(iter(before_ids), ""),
                              [i.id for i in txn.thread.pending])
     if (routes := plan(txn, spec)) is not None:
-        if await route(txn, deps, spec, routes, claim=True):
+        if await _route_or_settle(txn, deps, spec, routes, claim=True):
             return await loop(txn, deps)
         return await settle_after(txn, deps)
     await apply_resume(txn, deps, spec)
     if spec.claim is not None:
         await spec.claim(child_state(txn, deps.agent_name))
     return await loop(txn, deps)
+
+
+async def _route_or_settle(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec,
+                           routes: list[Route], *, claim: bool) -> bool:
+    """:func:`route`; when the sub-agent no longer waits for what this thread shows (an
+    earlier resume's decision was stored there, its reply lost), this thread is brought up
+    to date with it before the refusal is raised: it does not keep showing a request that
+    every resume is refused."""
+    try:
+        return await route(txn, deps, spec, routes, claim=claim)
+    except (InterruptConflict, StaleInterrupt, NoPendingInterrupt):
+        with contextlib.suppress(InterlockError):
+            await settle_after(txn, deps)
+        raise
 
 
 async def settle_after(txn: ThreadTxn, deps: RunDeps) -> RunResult:
