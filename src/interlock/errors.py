@@ -199,32 +199,40 @@ class InterruptConflict(ConcurrencyError):
         self.interrupt_id = interrupt_id
 
 
+def _about_call(exc: InterruptConflict, message: str, thread_id: str,
+                tool_call_id: str) -> None:
+    """Initialise a conflict about one tool call (not about a whole interrupt)."""
+    ConcurrencyError.__init__(exc, message)
+    exc.thread_id = thread_id
+    exc.interrupt_id = None
+    setattr(exc, "tool_call_id", tool_call_id)  # noqa: B010 (declared by each class)
+
+
 class PositionTaken(InterruptConflict):
     """A response sent without an interrupt id answers "the first pending call", and another
     reviewer decided the call(s) before it since: the call it would now decide is not the one
     its sender was shown. Nothing was stored."""
 
+    tool_call_id: str
+
     def __init__(self, thread_id: str, tool_call_id: str, name: str,
                  decided: list[tuple[str, str, str]], lg_id: str) -> None:
         what = "; ".join(f"call {cid!r} ({tool}) was decided by {who!r}"
                          for cid, tool, who in decided)
-        ConcurrencyError.__init__(
-            self,
-            f"This response names no interrupt id, so it answers the first pending call of "
+        _about_call(
+            self, f"This response names no interrupt id, so it answers the first pending call of "
             f"thread {thread_id!r} in order; but {what} since, so it would now decide call "
             f"{tool_call_id!r} ({name}), which you may not have been shown. Nothing was "
             f"stored. Reload the thread and answer the call you review keyed by its interrupt "
-            f"id ({{{lg_id!r}: response}})."
-        )
-        self.thread_id = thread_id
-        self.interrupt_id = None
-        self.tool_call_id = tool_call_id
+            f"id ({{{lg_id!r}: response}}).", thread_id, tool_call_id)
 
 
 class CallSettled(InterruptConflict):
     """The decision names a call that is no longer waiting for one: it expired, another
     reviewer decided it, or its thread was cancelled, before this decision arrived. Nothing
     was stored."""
+
+    tool_call_id: str
 
     def __init__(self, thread_id: str, tool_call_id: str, name: str, state: str,
                  by: str | None) -> None:
@@ -241,15 +249,10 @@ class CallSettled(InterruptConflict):
             "unknown": "it was approved and its outcome is unknown",
         }.get(state, "it was approved")
         who = f" (by {by!r})" if by and state != "expired" else ""
-        ConcurrencyError.__init__(
-            self,
-            f"Call {tool_call_id!r} ({name}) of thread {thread_id!r} no longer waits for a "
+        _about_call(
+            self, f"Call {tool_call_id!r} ({name}) of thread {thread_id!r} no longer waits for a "
             f"decision: {how}{who}. This decision was not stored and nothing ran because of "
-            f"it. Reload the thread to see the outcome."
-        )
-        self.thread_id = thread_id
-        self.interrupt_id = None
-        self.tool_call_id = tool_call_id
+            f"it. Reload the thread to see the outcome.", thread_id, tool_call_id)
         self.state = state
 
 
@@ -258,20 +261,18 @@ class StaleRevision(InterruptConflict):
     edited the call since the reviewer saw it), or names none for a call that was edited.
     Nothing was stored."""
 
+    tool_call_id: str
+
     def __init__(self, thread_id: str, tool_call_id: str, *, given: int | None, current: int,
                  edited_by: str | None, now_runs: str) -> None:
         shown = (f"revision {given}" if given is not None else
                  "no revision (accepted only for a call that was never edited)")
-        ConcurrencyError.__init__(
-            self,
-            f"The decision for call {tool_call_id!r} on thread {thread_id!r} was made for "
+        _about_call(
+            self, f"The decision for call {tool_call_id!r} on thread {thread_id!r} was made for "
             f"{shown}, but {edited_by or 'a reviewer'!r} edited the call since then: revision "
             f"{current} would now run {now_runs}. Nothing was stored. Reload the request, "
-            f"check the call that would run now and decide again (with 'revision': {current})."
-        )
-        self.thread_id = thread_id
-        self.interrupt_id = None
-        self.tool_call_id = tool_call_id
+            f"check the call that would run now and decide again (with 'revision': {current}).",
+            thread_id, tool_call_id)
         self.given = given
         self.current = current
         self.edited_by = edited_by
