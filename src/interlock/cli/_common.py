@@ -215,9 +215,10 @@ def make_reviewer(name: str | None, roles: tuple[str, ...], *, command: str) -> 
 # ---------------------------------------------------------------------------- agents and stores
 
 
-def open_store(url: str) -> Checkpointer:
+def open_store(url: str, *, reader: bool = False) -> Checkpointer:
     """Open an existing thread store; a SQLite file that does not exist is an error (a typo
-    would otherwise create an empty database and show nothing)."""
+    would otherwise create an empty database and show nothing), and so is, for a ``reader``
+    (a command given no agent), a Postgres schema without interlock tables."""
     try:
         store = from_url(url, read_keys=read_keys)
     except ConfigurationError as exc:
@@ -229,7 +230,7 @@ def open_store(url: str) -> Checkpointer:
             f"the path (sqlite:///relative.db or sqlite:////absolute/path.db)."
         )
     stored_version = getattr(store, "stored_version", None)  # Postgres: is the schema there?
-    if callable(stored_version):
+    if reader and callable(stored_version):
         try:
             found = stored_version()
         except StorageError as exc:
@@ -350,7 +351,7 @@ def resolve_agent(
         raise CliUsageError(
             f"no thread store given: pass --db URL (or set {DB_ENV}), or --agent MODULE:ATTR."
         )
-    store = open_store(db)
+    store = open_store(db, reader=True)
     return Agent(model=ScriptedModel(_no_model), checkpointer=store, name="interlock-cli"), store
 
 

@@ -576,14 +576,7 @@ class PostgresCheckpointer:
         try:
             conn = psycopg.connect(self.dsn, **self._connect_kwargs())
         except psycopg.OperationalError as exc:
-            said = self._said(exc)
-            reason = said.splitlines()[0] if said else type(exc).__name__
-            why = cause(exc)
-            raise StorageError(
-                f"Cannot connect to Postgres at {self._where}: {reason}. "
-                + (f"Cause: {why}." if why else "Check that the server runs and that the DSN "
-                   "(host, port, user, password, database, sslmode) is right.")
-            ) from exc
+            raise self._cannot_connect(exc) from exc
         # a pooler whose pool is full accepts the connection and queues its statements
         # (PgBouncer until query_wait_timeout, 120 s): say so instead of waiting in silence
         waiting = threading.Timer(self.connect_timeout, log.warning, [
@@ -621,13 +614,28 @@ class PostgresCheckpointer:
         import psycopg
 
         try:
-            with psycopg.connect(self.dsn, **self._connect_kwargs()) as conn:
+            conn = psycopg.connect(self.dsn, **self._connect_kwargs())
+        except psycopg.OperationalError as exc:
+            raise self._cannot_connect(exc) from exc
+        try:
+            with conn:
                 return self._stored_version(conn)
         except psycopg.Error as exc:
             raise StorageError(
-                f"Cannot read Postgres at {self._where}: {self._said(exc)}. Cause: "
-                f"{cause(exc) or 'check that the server runs and that the DSN is right'}."
+                f"Cannot read the interlock tables in schema {self.schema!r} at "
+                f"{self._where}: {self._said(exc)}. Cause: "
+                f"{cause(exc) or 'see the server message'}."
             ) from exc
+
+    def _cannot_connect(self, exc: Exception) -> StorageError:
+        said = self._said(exc)
+        reason = said.splitlines()[0] if said else type(exc).__name__
+        why = cause(exc)
+        return StorageError(
+            f"Cannot connect to Postgres at {self._where}: {reason}. "
+            + (f"Cause: {why}." if why else "Check that the server runs and that the DSN "
+               "(host, port, user, password, database, sslmode) is right.")
+        )
 
     def migrate(self) -> tuple[int, int]:
         """Create the schema and tables if missing and apply pending migrations (what
