@@ -68,3 +68,14 @@ def canonical_json(value: Any, *, default: Callable[[Any], Any] | None = None) -
     if default is str:
         return _STDLIB_STR.encode(value)
     raise TypeError("canonical_json: default must be None or str")
+
+
+def same_json(value: Any, other: Any) -> bool:
+    """Whether two JSON values are the same value: equal, and of the same JSON types
+    throughout. Python finds ``True == 1 == 1.0`` and ``[True] == [1]``; as arguments of a
+    tool call they are different values, and an edit from one to the other changes the
+    call."""
+    if value is other:
+        return True
+    return bool(value == other) and \
+        canonical_json(value, default=str) == canonical_json(other, default=str)

@@ -9,6 +9,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, NamedTuple
 
+from .._canonical import same_json
 from ..audit.records import AuditKind, digest
 from ..authz import actor_of, check_answer, check_cancel, check_revoke, facts_of
 from ..decisions import (
@@ -315,11 +316,12 @@ def _decided_entry(e: JournalEntry, r: ResolvedDecision, actor: str, now: dateti
         "decided_by": actor, "updated_at": now,
     }
     # what runs is stored only where it differs from what the model proposed
+    same_args = r.exec_args is None or same_json(r.exec_args, e.args)
     run: EntryChanges = {"exec_name": r.exec_name if r.exec_name != e.name else None,
-                         "exec_args": r.exec_args if r.exec_args != e.args else None}
+                         "exec_args": None if same_args else r.exec_args}
     if isinstance(d, Approve):
         # approving a retry of an edited call (outcome unknown) still runs it as edited
-        edited = (r.exec_name, r.exec_args) != (e.name, e.args)
+        edited = r.exec_name != e.name or not same_args
         approved: EntryChanges = {
             **base, **run, "state": CallState.EDITED if edited else CallState.APPROVED}
         return entry_with(e, **approved)

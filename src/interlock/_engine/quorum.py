@@ -33,6 +33,7 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
+from .._canonical import same_json
 from ..authz import Reviewer, may_decide, same_reviewer
 from ..decisions import Approve, Edit, PendingCall, ResolvedDecision
 from ..errors import InvalidDecision, NotAuthorized
@@ -63,8 +64,8 @@ def check_self_approval(thread_id: str, call: PendingCall, r: ResolvedDecision,
 
 def changes_call(call: PendingCall, r: ResolvedDecision) -> bool:
     """Whether ``r`` is an edit that changes the tool or the arguments of ``call``."""
-    return isinstance(r.decision, Edit) and (r.exec_name, r.exec_args) != (
-        call.request.name, call.request.args)
+    return isinstance(r.decision, Edit) and (
+        r.exec_name != call.request.name or not same_json(r.exec_args, call.request.args))
 
 
 def revise(call: PendingCall, r: ResolvedDecision, actor: str, reviewer: Reviewer | None,

@@ -20,6 +20,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from .. import display
+from .._canonical import same_json
 from ..agent import Agent, ThreadState
 from ..authz import Reviewer, ThreadFacts, may_post, same_reviewer
 from ..errors import (
@@ -647,7 +648,7 @@ class ReviewSession:
                 self.console.print(Text.assemble(("cannot read the edit: ", "bold red"),
                                                  (error, ""), (" — reopening the editor", "dim")))
                 continue
-            if args == request.args:
+            if same_json(args, request.args):
                 self.console.print("the arguments are unchanged; nothing was decided",
                                    style="dim")
                 return "back"
