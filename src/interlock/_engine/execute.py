@@ -24,7 +24,7 @@ from ..authz import starter_of
 from ..decisions import PendingCall
 from ..errors import InterlockError, StorageError
 from ..events import ToolFinished, ToolStarted
-from ..interrupts import PauseRun, enter_scope, exit_scope
+from ..interrupts import Interrupt, PauseRun, enter_scope, exit_scope
 from ..leases import local_run
 from ..messages import AssistantMessage, ToolMessage
 from ..middleware import BoundMiddleware, Middleware, ToolCallHandler, ToolCallRequest, bind
@@ -36,7 +36,7 @@ from ..tools import ArgumentError, ToolContext, ToolError, result_to_text
 from . import spill
 from .children import wait_for_child
 from .deps import RunDeps
-from .pauses import raise_question, raise_review
+from .pauses import raise_question, raise_review, replace_review, review_calls
 from .reads import turn_message
 from .records import entry_with, replaced
 from .texts import (
@@ -449,6 +449,37 @@ def build_tool_handler(middleware: Sequence[BoundMiddleware | object]) -> ToolCa
 
         handler = make(wrap, handler)
     return handler
+
+
+async def store_late_results(txn: ThreadTxn) -> bool:
+    """Calls asked about as "outcome unknown" whose result this process kept: it ran them and
+    could not store the result before another process took the thread over (its writes
+    failed for longer than its lease). The result is stored now and the question withdrawn:
+    a known outcome does not stay "unknown". Returns whether anything was stored."""
+    stored = False
+    while (found := _late_result(txn)) is not None:
+        review, e, msg = found
+        left = [c for c in review_calls(review) if c.request.tool_call_id != e.tool_call_id]
+        txn.stage(pending=replace_review(txn, review, left), audit=[AuditItem(
+            AuditKind.RECOVERED, SYSTEM, e.tool_call_id,
+            {"result_stored_late": True, "attempt": e.attempts})])
+        await store_outcome(txn, entry_with(e, state=CallState.RUNNING), msg)
+        stored = True
+    return stored
+
+
+def _late_result(txn: ThreadTxn) -> tuple[Interrupt, JournalEntry, ToolMessage] | None:
+    for review in txn.thread.pending:
+        if review.kind != "review" or review.path is not None:
+            continue
+        for c in review_calls(review):
+            e = txn.snapshot.journal.get(c.request.tool_call_id)
+            if c.request.reason != "outcome_unknown" or e is None or \
+                    e.state != CallState.PENDING_REVIEW:
+                continue
+            if (msg := known_outcome(txn, e)) is not None:
+                return review, e, msg
+    return None
 
 
 async def settle_stopped_run(txn: ThreadTxn) -> None:

@@ -83,6 +83,7 @@ from .execute import (
     execute,
     handle_unknown,
     settle_stopped_run,
+    store_late_results,
 )
 from .pauses import raise_question, raise_review
 from .reads import call_ids, run_result, turn_message
@@ -189,6 +190,9 @@ async def recover(txn: ThreadTxn, deps: RunDeps) -> RunResult:
         return await loop(txn, deps)
     if (continued := await expire_and_continue(txn, deps)) is not None:
         return continued
+    if await _stored_late(txn):
+        await txn.commit(status="running", error=None)
+        return await loop(txn, deps)
     if has_waiting(txn):
         await txn.commit(status="running", error=None)
         return await loop(txn, deps)
@@ -207,10 +211,16 @@ async def claimed(txn: ThreadTxn, deps: RunDeps) -> RunResult:
         return await take_over(txn, deps)
     if txn.thread.status == "running":
         return await loop(txn, deps)
-    if txn.thread.status == "failed":
+    if txn.thread.status == "failed" or await _stored_late(txn):
         await txn.commit(status="running", error=None)
         return await loop(txn, deps)
     return run_result(txn.snapshot)  # nothing left to run (already done by an earlier claim)
+
+
+async def _stored_late(txn: ThreadTxn) -> bool:
+    """Whether a result this process kept was stored for a call another process, taking the
+    thread over, asked about as unknown, and nothing else waits for a person now."""
+    return await store_late_results(txn) and not txn.thread.pending
 
 
 async def take_over(txn: ThreadTxn, deps: RunDeps) -> RunResult:

@@ -74,7 +74,8 @@ def expired_text(name: str, call_id: str) -> str:
     )
 
 
-UNKNOWN_OUTCOME = "outcome unknown: the process stopped while this call ran"
+UNKNOWN_OUTCOME = ("outcome unknown: the process stopped while this call ran (or lost the thread: "
+                   "it could not reach the store for longer than its lease)")
 
 
 def unstorable_text(name: str, problem: str) -> str:
