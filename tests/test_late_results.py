@@ -62,7 +62,7 @@ def schema() -> Iterator[str]:
             conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
-@pytest.mark.parametrize("then", ["recover", "worker"])
+@pytest.mark.parametrize("then", ["recover", "worker", "sweep"])
 def test_a_result_kept_through_a_takeover_replaces_the_unknown(schema: str, then: str) -> None:
     ran: list[str] = []
 
@@ -95,9 +95,13 @@ def test_a_result_kept_through_a_takeover_replaces_the_unknown(schema: str, then
         (request,) = other.get_thread("t").interrupts
         assert request.value.action_requests[0].reason == "outcome_unknown"
         cut_off.cut = False  # the first process reaches the database again
-        # its own recovery, or the worker's path: its claimed run is tried again
-        result = (first.recover("t") if then == "recover"
-                  else asyncio.run(first.arun_queued("t")))
+        # its own recovery of the thread, the worker's path (its claimed run is tried
+        # again), or its periodic recovery sweep (a server's)
+        if then == "sweep":
+            [result] = first.recover_stale()
+        else:
+            result = (first.recover("t") if then == "recover"
+                      else asyncio.run(first.arun_queued("t")))
         assert result.status == "completed", result
         assert result.output == "done: moved 5" and result.interrupts == []
         assert ran == ["transfer 5"] and not first.keeps_unstored("t")

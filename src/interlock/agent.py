@@ -22,6 +22,7 @@ from ._engine import (
     ThreadTxn,
     build_tool_handler,
     finish_pending,
+    held_threads,
     only_here,
     perform,
     public_interrupt,
@@ -404,10 +405,13 @@ class Agent:
         ``running``, owner dead or lease expired), and every thread whose run failed part-way
         with work left (status ``failed`` with an approved call not run yet, or tool results
         the model was not called with): each continues, or pauses with an "outcome unknown"
-        request where the journal requires one. Threads still advanced by a live process are
-        left alone. ``interlock serve`` runs this at start and periodically;
-        ``interlock recover`` runs it once."""
+        request where the journal requires one; and every thread for which this process
+        holds a tool's result the store did not take (another process that took it over
+        asked about that call as unknown: the result is stored now). Threads still advanced
+        by a live process are left alone. ``interlock serve`` runs this at start and
+        periodically; ``interlock recover`` runs it once."""
         stale = await stale_threads(self.checkpointer, self.clock())
+        stale += [t for t in held_threads(self.checkpointer) if t not in stale]
         results: list[RunResult] = []
         for thread_id in stale:
             stop_if_cancelled()  # asked to stop while the last one was recovered: no next one

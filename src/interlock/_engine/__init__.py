@@ -14,7 +14,7 @@ from .perform import Step, T, perform
 from .reads import run_result
 from .resume import ResumeSpec
 from .snapshots import DEFAULT_THREADS, SnapshotCache
-from .spill import only_here
+from .spill import held_threads, only_here
 from .texts import public_interrupt
 from .txn import Sink, ThreadTxn
 
@@ -31,6 +31,7 @@ __all__ = [
     "child_state",
     "decide",
     "finish_pending",
+    "held_threads",
     "loop",
     "only_here",
     "perform",

@@ -137,6 +137,13 @@ def only_here(store: object, thread_id: str) -> bool:
         p == place and attempt[0] == thread_id for p, attempt in _MAY_HAVE_LANDED)
 
 
+def held_threads(store: object) -> list[str]:
+    """The threads of ``store`` for which this process holds a result the store did not take
+    (in memory)."""
+    place = _Place(store)
+    return sorted({key[0] for p, key in _KEPT if p == place})
+
+
 def _holds(place: _Place, thread_id: str) -> bool:
     return any(p == place and key[0] == thread_id for p, key in _KEPT)
 
