@@ -427,3 +427,54 @@ def test_a_decision_for_a_call_that_expired_says_so_and_changes_nothing(env: Env
         assert isinstance(caught.value, InterruptConflict)
         assert caught.value.tool_call_id == call_id and caught.value.state == "expired"
     assert agent.get_thread("t1").version == version and env.ran == []
+
+
+def test_a_decision_without_a_call_id_never_moves_to_the_call_after_one_that_expired(
+        tmp_path: Path) -> None:
+    """Invariant 1: ``purge`` (with a deadline) and ``archive`` (without) wait, one request
+    each. After ``purge``'s deadline a reviewer sends a bare approval: the resume itself
+    applies the deadline, and the approval would now go to ``archive``, which was not the
+    call first shown. Refused (``CallSettled`` naming the expired call); nothing runs, and
+    ``archive`` still waits; named by its id, it can be decided."""
+    clock = Clock()
+    ran: list[str] = []
+
+    @tool
+    def purge(table: str) -> str:
+        """Delete every row of a table."""
+        ran.append(f"purge {table}")
+        return "purged"
+
+    @tool
+    def archive(table: str) -> str:
+        """Archive a table."""
+        ran.append(f"archive {table}")
+        return "archived"
+
+    def reply(messages: Any) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return [{"name": "purge", "args": {"table": "a"}, "id": "p"},
+                    {"name": "archive", "args": {"table": "a"}, "id": "r"}]
+        return "done"
+
+    agent = Agent(
+        model=ScriptedModel(reply), tools=[purge, archive], clock=clock,
+        middleware=[HumanInTheLoop(interrupt_on={
+            "purge": InterruptOn(allowed_decisions=["approve", "reject"], expires_after=DEADLINE),
+            "archive": True}, interrupt_mode="per_call")],
+        checkpointer=SqliteCheckpointer(tmp_path / "interlock.db"))
+    try:
+        for n, bare in enumerate(({"type": "approve"}, [{"type": "approve"}],
+                                  {"decisions": [{"type": "approve"}]})):
+            tid = f"t{n}"
+            assert len(agent.invoke("both", thread_id=tid).interrupts) == 2
+            clock.advance(DEADLINE + timedelta(seconds=1))
+            with pytest.raises(CallSettled, match=r"'p' \(purge\).*it expired"):
+                agent.resume(tid, bare)
+            assert ran == []
+            [left] = agent.get_thread(tid).interrupts
+            assert left.value.action_requests[0].tool_call_id == "r"
+        assert agent.resume("t0", {"r": {"type": "approve"}}).status == "completed"
+        assert ran == ["archive a"]
+    finally:
+        agent.close()

@@ -544,3 +544,64 @@ async def test_what_is_not_supported_says_so() -> None:
             assert body["error"] == "UnsupportedOperation" and word in body["message"], body
         state = (await c.get(f"/langgraph/threads/{tid}/state")).json()
         assert state["interrupts"] and state["values"]["messages"]
+
+
+async def test_an_unkeyed_response_never_goes_to_a_sub_agents_call_after_another_decision(
+) -> None:
+    """Invariant 1 with a sub-agent: the thread shows its own ``execute_sql`` first, then the
+    sub-agent's ``drop_table``. bob approves ``execute_sql`` by its id; alice's unkeyed
+    accept would now decide the sub-agent's call, which she may not have been shown:
+    refused (409 PositionTaken), nothing stored, nothing run."""
+    ran: list[str] = []
+
+    async def execute_sql(query: str) -> str:
+        """Run SQL."""
+        ran.append(f"execute_sql {query}")
+        return "ok"
+
+    async def drop_table(table: str) -> str:
+        """Drop a table."""
+        ran.append(f"drop_table {table}")
+        return "dropped"
+
+    from interlock import ToolMessage, UserMessage, tool
+
+    def child_script(messages: list[Any]) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return {"name": "drop_table", "args": {"table": "users"}, "id": "d1"}
+        return "child done"
+
+    def parent_script(messages: list[Any]) -> Any:
+        if isinstance(messages[-1], UserMessage):
+            return [{"name": "dba", "args": {"task": "drop"}, "id": "ask_dba"},
+                    {"name": "execute_sql", "args": {"query": "P"}, "id": "p1"}]
+        return "done" if isinstance(messages[-1], ToolMessage) else "?"
+
+    store = MemoryCheckpointer()
+    gate = HumanInTheLoop(interrupt_on={"drop_table": True}, interrupt_mode="per_call")
+    child = Agent(name="dba", model=ScriptedModel(child_script),
+                  tools=[tool(drop_table)], middleware=[gate], checkpointer=store)
+    parent = Agent(name="agent", model=ScriptedModel(parent_script),
+                   tools=[child.as_tool(), tool(execute_sql)],
+                   middleware=[HumanInTheLoop(interrupt_on={"execute_sql": True},
+                                              interrupt_mode="per_call")],
+                   checkpointer=store)
+    async with running(parent, tokens=TOKENS, langgraph_api=True) as s:
+        c = s.client
+        tid, shown = await _paused(c, bearer(ALICE), "go")
+        names = [i["value"]["action_requests"][0]["name"] for i in shown]
+        assert set(names) == {"execute_sql", "drop_table"}, shown
+        own = next(i for i, n in zip(shown, names, strict=True) if n == "execute_sql")
+        url = f"/langgraph/threads/{tid}/runs/wait"
+        r = await c.post(url, headers=bearer(BOB), json={"assistant_id": "agent", "command": {
+            "resume": {own["id"]: {"type": "accept", "args": None}}}})
+        assert r.status_code == 200, r.text
+        assert ran == ["execute_sql P"]
+        for resume in ([{"type": "accept", "args": None}], {"decisions": [{"type": "approve"}]},
+                       {"type": "accept", "args": None}):
+            r = await c.post(url, headers=bearer(ALICE),
+                             json={"assistant_id": "agent", "command": {"resume": resume}})
+            assert r.status_code == 409 and r.json()["error"] == "PositionTaken", (resume,
+                                                                                     r.text)
+            assert "'p1' (execute_sql) was decided by 'bob'" in r.json()["message"]
+        assert ran == ["execute_sql P"]

@@ -109,6 +109,41 @@ async def _raise_if_settled(txn: ThreadTxn, spec: ResumeSpec, pending: list[Inte
             raise CallSettled(txn.thread_id, cid, e.name, e.state.value, e.decided_by)
 
 
+def pending_calls(txn: ThreadTxn) -> dict[str, str]:
+    """The calls waiting for a decision on this thread (its own requests and those of its
+    sub-agents shown here): tool call id -> tool name, in request order."""
+    return {c.request.tool_call_id: c.request.name for i in txn.thread.pending
+            if i.kind == "review" for c in review_calls(i)}
+
+
+def refuse_if_shifted(txn: ThreadTxn, spec: ResumeSpec, before: Mapping[str, str]) -> None:
+    """Deadlines applied as this resume touched the thread took calls away from what was
+    pending: decisions that do not name their calls would now go to others than the ones
+    their sender was shown (invariant 1). They are refused (:class:`CallSettled`, for the
+    first call that expired); decisions keyed by call id are judged one by one as usual."""
+    gone = [cid for cid in before if cid not in pending_calls(txn)]
+    if not gone or (spec.decisions is None and not spec.reviews):
+        return
+    given = [spec.decisions] if spec.decisions is not None else list((spec.reviews or {})
+                                                                      .values())
+    if all(_named_calls(d) and not _unnamed_decisions(d) for d in given):
+        return
+    raise CallSettled(txn.thread_id, gone[0], before[gone[0]], CallState.EXPIRED.value, None)
+
+
+def _unnamed_decisions(decisions: Any) -> bool:
+    """Whether some decision in ``decisions`` is paired with its call by position."""
+    if isinstance(decisions, Mapping) and set(decisions) == {"decisions"}:
+        decisions = decisions["decisions"]
+    if is_decision(decisions):
+        decisions = [decisions]
+    if isinstance(decisions, (list, tuple)):
+        return any(not isinstance(d.get("tool_call_id") if isinstance(d, Mapping)
+                                  else getattr(d, "tool_call_id", None), str)
+                   for d in decisions)
+    return False
+
+
 async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
     """Validate the decisions and answers against the pending requests, then store them in
     one commit (``InterruptConflict`` if another resume was stored first)."""

@@ -76,7 +76,13 @@ from ..subagents import Caller
 from ..text import escaped, storable_reply
 from ..tools import Tool
 from .children import Route, child_state, has_waiting, plan
-from .decide import apply_resume, expire_due, raise_if_answered
+from .decide import (
+    apply_resume,
+    expire_due,
+    pending_calls,
+    raise_if_answered,
+    refuse_if_shifted,
+)
 from .delegate import route, settle_waiting
 from .deps import RunDeps
 from .execute import (
@@ -258,10 +264,12 @@ async def resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> RunResult:
                                  [i.id for i in txn.thread.pending])
     raise_if_answered(txn, spec)
     before_ids = [i.id for i in txn.thread.pending]
+    before_calls = pending_calls(txn)
     if await expire_and_continue(txn, deps) is not None:
         # every pending call expired and the run went on: this answer came too late
         raise StaleInterrupt(txn.thread_id, spec.interrupt_id or next(iter(before_ids), ""),
                              [i.id for i in txn.thread.pending])
+    refuse_if_shifted(txn, spec, before_calls)
     if (routes := plan(txn, spec)) is not None:
         if await _route_or_settle(txn, deps, spec, routes, claim=True):
             return await loop(txn, deps)

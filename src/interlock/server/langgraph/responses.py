@@ -100,17 +100,26 @@ def _check_position(state: ThreadState, plan: Plan, who: str) -> None:
     """Refuse a positional plan whose first call became first through another reviewer's
     decision of an earlier call of the turn."""
     journal = {e.tool_call_id: e for e in state.journal}
+    decided = [e for e in state.journal if e.review is not None
+               and e.state != CallState.PENDING_REVIEW and e.decided_by is not None
+               and not same_reviewer(e.decided_by, who)]
     targets = [journal[c] for c in plan.positional if c in journal]
-    if not targets:
-        return
-    first = min(targets, key=lambda e: e.position)
-    others = [e for e in state.journal if e.position < first.position and e.review is not None
-              and e.state != CallState.PENDING_REVIEW and e.decided_by is not None
-              and not same_reviewer(e.decided_by, who)]
+    if targets:
+        first = min(targets, key=lambda e: e.position)
+        call_id, name = first.tool_call_id, first.effective.name
+        others = [e for e in decided if e.position < first.position]
+    else:
+        # a call of a sub-agent shown here: where it was shown among this thread's own calls
+        # is not known, so any of them decided by another reviewer may have come first
+        entry = next((p for p in pending_entries(state) if p.action is not None
+                      and p.action.tool_call_id in plan.positional), None)
+        if entry is None or entry.action is None:
+            return
+        call_id, name, others = entry.action.tool_call_id, entry.action.name, decided
     if others:
         lg_id = next((p.lg_id for p in pending_entries(state) if p.action is not None
-                      and p.action.tool_call_id == first.tool_call_id), "")
-        raise PositionTaken(state.thread_id, first.tool_call_id, first.effective.name,
+                      and p.action.tool_call_id == call_id), "")
+        raise PositionTaken(state.thread_id, call_id, name,
                             [(e.tool_call_id, e.effective.name, e.decided_by or "")
                              for e in others], lg_id)
 
