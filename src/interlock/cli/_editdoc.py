@@ -30,6 +30,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from .. import display
+from .._canonical import same_json
 
 _HEADER = re.compile(r"^== (?P<name>[^\s()=][^()=]*?) \((?P<kind>text|JSON)\) ==$")
 
@@ -126,7 +127,9 @@ def diff_lines(before: dict[str, Any], after: dict[str, Any]) -> RenderableType:
     green with ``+``, context lines plain; unchanged arguments named once."""
     parts: list[RenderableType] = []
     names = list(dict.fromkeys([*before, *after]))
-    unchanged = [n for n in names if n in before and n in after and before[n] == after[n]]
+    # compared as JSON values, type for type (Python finds 1, 1.0 and True equal)
+    unchanged = [n for n in names if n in before and n in after
+                 and same_json(before[n], after[n])]
     for name in names:
         if name in unchanged:
             continue
