@@ -250,3 +250,33 @@ def test_an_approval_given_meanwhile_redraws_the_card_before_frank_approves(
         expect(page.locator('.detail-head [data-status]')).to_have_attribute(
             "data-status", "completed")
     assert executions() == ["pay acme 100"]
+
+
+def test_a_card_left_by_an_edit_says_the_call_was_edited_and_still_waits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """frank has the payment open after gina's approval (1 of 2); hal edits it. The old card
+    stays for the record and says hal edited the call and that its revision 2 waits in its own
+    card, never that someone decided it; the new card shows the edit, with no approval
+    counted; nothing runs."""
+    with payment(tmp_path, monkeypatch) as (_agent, url), inbox_page("frank") as page:
+        r = httpx.post(f"{url}/api/threads/t/decisions", headers=as_("gina"),
+                       json={"decisions": [{"type": "approve", "revision": 1}]}, timeout=60)
+        assert r.status_code in (200, 202), r.text
+        page.goto(f"{url}/#/t/t")
+        old = page.locator('.card[data-tool="pay"]')
+        expect(old.locator(".badge.role").filter(has_text="approvals")).to_have_text(
+            "approvals 1 of 2: gina")
+        r = httpx.post(f"{url}/api/threads/t/decisions", headers=as_("hal"), params={
+            "wait": "true"}, json={"decisions": [{"type": "edit", "revision": 1, "edited_action": {
+                "name": "pay", "args": {"account": "acme", "amount": 90}}}]}, timeout=60)
+        assert r.status_code == 200, r.text
+        lost = page.locator(".card.decided-elsewhere")
+        expect(lost.locator(".elsewhere-what")).to_have_text(
+            "hal edited this call: revision 2 waits for a decision in its own card. Nothing was "
+            "decided on what this card shows.")
+        new = page.locator('.card[data-tool="pay"]:not(.decided)')
+        expect(new.locator(".badge.revision")).to_have_text("revision 2, edited by hal")
+        expect(new).to_contain_text("90")
+        expect(new.locator(".badge.role").filter(has_text="approvals")).to_contain_text(
+            "1 of 2: hal")
+    assert executions() == []

@@ -522,6 +522,7 @@ function reconcile(container, keyed) {
 function renderRequests(t) {
   const keyed = [];
   const next = new Map();
+  const waiting = new Map();  // call id -> its review config now (its current revision)
   // a sub-agent's thread is read-only here: its requests are decided on the top-most thread
   for (const intr of t.parent ? [] : t.interrupts) {
     if (intr.kind === "review") {
@@ -529,6 +530,7 @@ function renderRequests(t) {
       req.action_requests.forEach((action, i) => {
         // an edit makes a new revision: a new card, whose decisions name that revision
         const config = req.review_configs[i];
+        waiting.set(action.tool_call_id, config);
         const key = `${intr.id}:${action.tool_call_id}:${config.revision || 1}`;
         let card = state.cards.get(key);
         // another reviewer's approval of a call that needs several changes what the card
@@ -554,7 +556,9 @@ function renderRequests(t) {
       keyed.push([key, card]);
     }
   }
-  for (const [key, card] of state.cards) if (!next.has(key)) loseCard(key, card, t.thread_id);
+  for (const [key, card] of state.cards) {
+    if (!next.has(key)) loseCard(key, card, t.thread_id, waiting.get(card.dataset.callId));
+  }
   keyed.unshift(...state.lost);
   state.cards = next;
   const heading = parts.requests.parentElement.querySelector("h3")
@@ -1103,8 +1107,9 @@ const DID = { approve: "approved", edit: "edited, then approved", reject: "rejec
   respond: "answered instead of running" };
 
 // A request open here was decided by someone else: the card stays, saying who decided what and
-// when, and what this reviewer had typed is kept and offered as a follow-up message.
-function loseCard(key, card, threadId) {
+// when, and what this reviewer had typed is kept and offered as a follow-up message. ``now``: the
+// call's review config when it still waits (someone edited it: a new revision, in a new card).
+function loseCard(key, card, threadId, now) {
   if (card.classList.contains("decided")) return;
   card.classList.add("decided", "decided-elsewhere");
   state.lost.set(key, card);
@@ -1119,6 +1124,16 @@ function loseCard(key, card, threadId) {
   card.append(box);
   if (draft) box.append(draftEl(draft, threadId));
   box.append(h("div", { class: "actions" }, dismiss));
+  if (now) {  // still waiting in another card: nothing was decided on what this card shows
+    const revision = Number(now.revision) || 1;
+    append(clear(said), revision !== Number(key.split(":").pop())
+      ? [lineEl(now.edited_by || "someone", 100, { class: "who-decided" }),
+        ` edited this call: revision ${revision} waits for a decision in its own card. `
+        + "Nothing was decided on what this card shows."]
+      : ["This call still waits for a decision, in a new card (its request changed). "
+        + "Nothing was decided on what this card shows."]);
+    return;
+  }
   api.get(`api/threads/${enc(threadId)}/calls/${enc(card.dataset.callId)}`).then((r) => {
     if (r.ok && r.data.decision) {
       const d = r.data;
