@@ -71,29 +71,33 @@ def raise_if_answered(txn: ThreadTxn, spec: ResumeSpec) -> None:
         raise InterruptConflict(txn.thread_id, answered)
 
 
-def _named_calls(decisions: Any) -> list[str]:
-    """The tool call ids a resume's decisions name: the keys of ``{call_id: decision}`` or
-    the ``tool_call_id`` of each decision in a list (or of a single decision)."""
+def _call_keys(decisions: Any) -> tuple[list[str], bool]:
+    """The tool call ids a resume's decisions name (the keys of ``{call_id: decision}``, or
+    the ``tool_call_id`` of each decision in a list or of a single one), and whether some
+    decision names none (it is paired with its call by position)."""
     if isinstance(decisions, Mapping) and set(decisions) == {"decisions"}:
         decisions = decisions["decisions"]
     if is_decision(decisions):
         decisions = [decisions]
     if isinstance(decisions, Mapping):
-        return [k for k in decisions if isinstance(k, str)]
-    named = []
+        return [k for k in decisions if isinstance(k, str)], False
+    named: list[str] = []
+    unnamed = False
     for d in decisions if isinstance(decisions, (list, tuple)) else ():
         cid = d.get("tool_call_id") if isinstance(d, Mapping) else getattr(d, "tool_call_id",
                                                                             None)
         if isinstance(cid, str):
             named.append(cid)
-    return named
+        else:
+            unnamed = True
+    return named, unnamed
 
 
 async def _raise_if_settled(txn: ThreadTxn, spec: ResumeSpec, pending: list[Interrupt]) -> None:
     """A decision naming a call of an earlier turn that no longer waits (expired, decided,
     cancelled) is told so (:class:`CallSettled`) rather than that nothing is pending or that
     the id is unknown."""
-    named = _named_calls(spec.decisions)
+    named, _ = _call_keys(spec.decisions)
     if not named:
         return
     waiting = {c.request.tool_call_id for i in pending if i.kind == "review"
@@ -126,22 +130,9 @@ def refuse_if_shifted(txn: ThreadTxn, spec: ResumeSpec, before: Mapping[str, str
         return
     given = [spec.decisions] if spec.decisions is not None else list((spec.reviews or {})
                                                                       .values())
-    if all(_named_calls(d) and not _unnamed_decisions(d) for d in given):
+    if all((keys := _call_keys(d))[0] and not keys[1] for d in given):
         return
     raise CallSettled(txn.thread_id, gone[0], before[gone[0]], CallState.EXPIRED.value, None)
-
-
-def _unnamed_decisions(decisions: Any) -> bool:
-    """Whether some decision in ``decisions`` is paired with its call by position."""
-    if isinstance(decisions, Mapping) and set(decisions) == {"decisions"}:
-        decisions = decisions["decisions"]
-    if is_decision(decisions):
-        decisions = [decisions]
-    if isinstance(decisions, (list, tuple)):
-        return any(not isinstance(d.get("tool_call_id") if isinstance(d, Mapping)
-                                  else getattr(d, "tool_call_id", None), str)
-                   for d in decisions)
-    return False
 
 
 async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
