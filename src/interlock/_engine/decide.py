@@ -113,10 +113,10 @@ async def _raise_if_settled(txn: ThreadTxn, spec: ResumeSpec, pending: list[Inte
             raise CallSettled(txn.thread_id, cid, e.name, e.state.value, e.decided_by)
 
 
-def pending_calls(txn: ThreadTxn) -> dict[str, str]:
-    """The calls waiting for a decision on this thread (its own requests and those of its
-    sub-agents shown here): tool call id -> tool name, in request order."""
-    return {c.request.tool_call_id: c.request.name for i in txn.thread.pending
+def pending_calls(pending: Sequence[Interrupt]) -> dict[str, str]:
+    """The calls waiting for a decision in ``pending`` (a thread's own requests and those of
+    its sub-agents shown on it): tool call id -> tool name, in request order."""
+    return {c.request.tool_call_id: c.request.name for i in pending
             if i.kind == "review" for c in review_calls(i)}
 
 
@@ -125,7 +125,8 @@ def refuse_if_shifted(txn: ThreadTxn, spec: ResumeSpec, before: Mapping[str, str
     pending: decisions that do not name their calls would now go to others than the ones
     their sender was shown (invariant 1). They are refused (:class:`CallSettled`, for the
     first call that expired); decisions keyed by call id are judged one by one as usual."""
-    gone = [cid for cid in before if cid not in pending_calls(txn)]
+    now = pending_calls(txn.thread.pending)
+    gone = [cid for cid in before if cid not in now]
     if not gone or (spec.decisions is None and not spec.reviews):
         return
     given = [spec.decisions] if spec.decisions is not None else list((spec.reviews or {})

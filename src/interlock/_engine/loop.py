@@ -263,13 +263,13 @@ async def resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> RunResult:
             raise StaleInterrupt(txn.thread_id, spec.interrupt_id or next(iter(before), ""),
                                  [i.id for i in txn.thread.pending])
     raise_if_answered(txn, spec)
-    before_ids = [i.id for i in txn.thread.pending]
-    before_calls = pending_calls(txn)
+    shown = txn.thread.pending
     if await expire_and_continue(txn, deps) is not None:
         # every pending call expired and the run went on: this answer came too late
-        raise StaleInterrupt(txn.thread_id, spec.interrupt_id or next(iter(before_ids), ""),
+        raise StaleInterrupt(txn.thread_id, spec.interrupt_id or (shown[0].id if shown else ""),
                              [i.id for i in txn.thread.pending])
-    refuse_if_shifted(txn, spec, before_calls)
+    if txn.thread.pending is not shown:  # deadlines were applied as this resume touched it
+        refuse_if_shifted(txn, spec, pending_calls(shown))
     if (routes := plan(txn, spec)) is not None:
         if await _route_or_settle(txn, deps, spec, routes, claim=True):
             return await loop(txn, deps)
