@@ -228,3 +228,81 @@ def test_a_request_message_stays_within_slacks_limits(
         if "&" in calls[0]["args"]["query"]:
             assert "more characters not shown" in text
     agent.close()
+
+
+def two_requests(store: Any, now: list[datetime], *, per_call: bool) -> Agent:
+    """``drop_table`` (dba, escalated to on-call after 10 minutes) and ``send_money`` (dba,
+    escalated to the CFO after 10 minutes) proposed together, one request per call or both
+    in one."""
+    return Agent(
+        model=ScriptedModel([[{"name": "drop_table", "args": {"name": "orders"}, "id": "d"},
+                              {"name": "send_money", "args": {"amount": 5}, "id": "m"}],
+                             "done"]),
+        tools=[drop_table, send_money],
+        middleware=[HumanInTheLoop(interrupt_on={
+            "drop_table": InterruptOn(reviewers=["dba"], escalate_to=["oncall"],
+                                      escalate_after=timedelta(minutes=10),
+                                      expires_after=timedelta(hours=5)),
+            "send_money": InterruptOn(reviewers=["dba"], escalate_to=["cfo"],
+                                      escalate_after=timedelta(minutes=10),
+                                      expires_after=timedelta(hours=5))},
+            interrupt_mode="per_call" if per_call else "batched")],
+        checkpointer=store, clock=lambda: now[0])
+
+
+def test_an_escalation_to_several_roles_reaches_each_roles_channel(tmp_path: Path) -> None:
+    """Both calls of one request escalate in the same sweep (to on-call and to the CFO):
+    one event, posted in both roles' channels, and both messages updated at the outcome."""
+    now = [datetime(2030, 1, 1, 9, 0, tzinfo=UTC)]
+    store = SqliteCheckpointer(tmp_path / "db.sqlite")
+    agent = two_requests(store, now, per_call=False)
+    with fake_slack() as slack:
+        d = dispatcher(store, slack, now)
+        agent.invoke("go", thread_id="t1")
+        asyncio.run(d.run_once())
+        now[0] += timedelta(minutes=11)
+        agent.expire_due()
+        asyncio.run(d.run_once())
+        assert sorted(p["channel"] for p in slack.of("chat.postMessage")) == [
+            "#cfo", "#dba", "#oncall"]
+        agent.resume("t1", [{"type": "reject", "message": "no"}] * 2, reviewer=DBA)
+        asyncio.run(d.run_once())
+        last = {u["channel"]: u for u in slack.of("chat.update")}
+        assert set(last) == {"CDBA", "CCFO", "CONCALL"}
+        assert all(buttons(u) == [] for u in last.values())
+    agent.close()
+
+
+def test_a_late_escalation_post_after_a_prune_shows_the_decision(tmp_path: Path) -> None:
+    """One request per call: the escalation post of ``drop_table``'s request fails for good
+    (dead); its call is rejected, and a prune a month later removes that decision's event
+    while the other request still waits. When the dead event is retried, its message says
+    the call was rejected: no buttons, no "still waiting"."""
+    from interlock.notify import retry_event
+
+    now = [datetime(2030, 1, 1, 9, 0, tzinfo=UTC)]
+    store = SqliteCheckpointer(tmp_path / "db.sqlite")
+    agent = two_requests(store, now, per_call=True)
+    with fake_slack() as slack:
+        d = dispatcher(store, slack, now, retention_days=30)
+        agent.invoke("go", thread_id="t1")
+        asyncio.run(d.run_once())
+        now[0] += timedelta(minutes=11)
+        slack.fail_next("chat.postMessage", "channel_not_found")  # not retried: dead
+        agent.expire_due()
+        asyncio.run(d.run_once())
+        (dead,) = [e for e in asyncio.run(store.outbox_list()) if e.status == "dead"]
+        call = dead.notice.calls[0].tool_call_id
+        agent.resume("t1", {call: {"type": "reject", "message": "no"}}, reviewer=DBA)
+        asyncio.run(d.run_once())
+        now[0] += timedelta(days=31)
+        assert asyncio.run(d.prune_delivered()) >= 1
+        assert agent.get_thread("t1").status == "interrupted"  # the other request waits
+        asyncio.run(retry_event(store, dead.id, now=now[0]))
+        before = len(slack.calls)
+        asyncio.run(d.run_once())
+        sent = [c.args for c in slack.calls[before:]]
+        assert sent and all(buttons(m) == [] and "still waiting" not in m["text"] for m in sent)
+        assert all("rejected by alice" in json.dumps(m["blocks"]) for m in sent)
+        assert slack.refused == []
+    agent.close()

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import MissingDependency
 from ..outbox import Delivery, NoticeCall, OutboxEvent, request_event_prefix
-from ..storage.base import Checkpointer
+from ..storage.base import ROW_ONLY, Checkpointer
 from .config import NotifyConfig, SlackSettings
 from .dispatcher import DeliveryFailed
 from .email import call_digest
@@ -188,6 +188,11 @@ class SlackChannel:
                 return self.settings.channels[r]
         return self.settings.channel
 
+    def channels_for(self, roles: list[str] | None) -> list[str]:
+        """Every channel of ``roles`` (an escalation to several roles reaches each), once."""
+        found = [self.settings.channels[r] for r in roles or [] if r in self.settings.channels]
+        return list(dict.fromkeys(found)) or [self.settings.channel]
+
     async def _call(self, method: str, **kwargs: Any) -> Any:
         from slack_sdk.errors import SlackApiError
 
@@ -202,20 +207,51 @@ class SlackChannel:
             raise DeliveryFailed(f"Slack {method}: {exc}") from exc
 
     async def _post(self, text: str, blocks: list[dict[str, Any]],
-                    roles: list[str] | None) -> dict[str, str]:
-        resp = await self._call("chat_postMessage", channel=self.channel_for(roles), text=text,
-                                blocks=blocks, unfurl_links=False, unfurl_media=False)
-        return {"channel": str(resp["channel"]), "ts": str(resp["ts"])}
+                    channels: list[str]) -> dict[str, str]:
+        """Post the message in each of ``channels``; the reference of where they are: the
+        first as ``channel`` / ``ts``, every one in ``posts`` (JSON)."""
+        posts = []
+        for channel in channels:
+            resp = await self._call("chat_postMessage", channel=channel, text=text,
+                                    blocks=blocks, unfurl_links=False, unfurl_media=False)
+            posts.append([str(resp["channel"]), str(resp["ts"])])
+        return {"channel": posts[0][0], "ts": posts[0][1],
+                "posts": json.dumps(posts, separators=(",", ":"))}
 
     @staticmethod
-    def _posted(event: OutboxEvent) -> dict[str, str] | None:
-        """Where the message an earlier event posted is (``None``: it posted none)."""
+    def _posted(event: OutboxEvent) -> list[tuple[str, str]]:
+        """Where the messages an earlier event posted are (none: it posted none)."""
         if event.deliveries is None or CHANNEL not in event.deliveries:
-            return None
+            return []
         d = event.deliveries[CHANNEL]
         if d.status == "pending":
             raise DeliveryFailed(f"the request's Slack message ({event.id}) is not posted yet")
-        return d.ref if d.status == "delivered" and "ts" in d.ref else None
+        if d.status != "delivered" or "ts" not in d.ref:
+            return []
+        if "posts" in d.ref:
+            return [(str(c), str(t)) for c, t in json.loads(d.ref["posts"])]
+        return [(d.ref["channel"], d.ref["ts"])]
+
+    async def _as_now(self, event: OutboxEvent) -> OutboxEvent:
+        """``event`` as its request stands now: when the request no longer waits on its
+        thread (the events that said so may have been pruned), its calls with the states the
+        journal holds, and no buttons."""
+        n = event.notice
+        if not n.pending:
+            return event
+        snap = await self.store.load(n.thread_id, after_seq=ROW_ONLY)
+        if snap is None or any(i.id == n.interrupt_id for i in snap.thread.pending):
+            return event
+        journal = {e.tool_call_id: e for e in
+                   await self.store.journal(n.subagent_thread_id or n.thread_id)}
+        calls = []
+        for c in n.calls:
+            e = journal.get(c.tool_call_id)
+            calls.append(c if e is None else c.model_copy(update={
+                "state": e.state.value, "decided_by": e.decided_by,
+                "message": e.decision.message if e.decision is not None else None}))
+        return event.model_copy(update={"notice": n.model_copy(update={
+            "pending": False, "calls": calls})})
 
     async def deliver(self, event: OutboxEvent, delivery: Delivery) -> dict[str, str] | None:
         n = event.notice
@@ -225,22 +261,22 @@ class SlackChannel:
         others = [e for e in await self.store.outbox_list(
             thread_id=event.thread_id, id_prefix=request_event_prefix(n.interrupt_id),
             limit=10_000) if e.id != event.id]
-        newest = max((e for e in others if e.notice.thread_version > n.thread_version),
-                     key=lambda e: e.notice.thread_version, default=event)
+        newest = await self._as_now(max(
+            (e for e in others if e.notice.thread_version > n.thread_version),
+            key=lambda e: e.notice.thread_version, default=event))
         escalated = event.type == "request.escalated"
         text, blocks = message_blocks(newest, self.config, escalated=escalated)
         if event.type == "request.raised":
             roles = sorted({r for c in n.calls for r in (c.reviewers or [])}) or None
-            return await self._post(text, blocks, roles)
+            return await self._post(text, blocks, [self.channel_for(roles)])
         updated: dict[str, str] = {}
         for source in others:
             if source.type not in ("request.raised", "request.escalated"):
                 continue
-            ref = self._posted(source)
-            if ref is not None:
-                await self._call("chat_update", channel=ref["channel"], ts=ref["ts"], text=text,
+            for channel, ts in self._posted(source):
+                await self._call("chat_update", channel=channel, ts=ts, text=text,
                                  blocks=blocks)
-                updated[source.id] = ref["ts"]
+                updated[f"{source.id}:{channel}"] = ts
         if escalated and newest.notice.pending:  # the escalation roles are told while it waits
-            return {**updated, **await self._post(text, blocks, n.roles)}
+            return {**updated, **await self._post(text, blocks, self.channels_for(n.roles))}
         return updated
