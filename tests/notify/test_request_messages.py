@@ -76,18 +76,7 @@ def test_each_escalation_of_a_request_is_announced_to_its_roles(tmp_path: Path) 
     their own, and each roles' channel gets its message; the outcome updates all three."""
     now = [datetime(2030, 1, 1, 9, 0, tzinfo=UTC)]
     store = SqliteCheckpointer(tmp_path / "db.sqlite")
-    agent = Agent(
-        model=ScriptedModel([[{"name": "drop_table", "args": {"name": "orders"}},
-                              {"name": "send_money", "args": {"amount": 5}}], "done"]),
-        tools=[drop_table, send_money],
-        middleware=[HumanInTheLoop(interrupt_on={
-            "drop_table": InterruptOn(reviewers=["dba"], escalate_to=["oncall"],
-                                      escalate_after=timedelta(minutes=10),
-                                      expires_after=timedelta(hours=5)),
-            "send_money": InterruptOn(reviewers=["dba"], escalate_to=["cfo"],
-                                      escalate_after=timedelta(minutes=60),
-                                      expires_after=timedelta(hours=5))})],
-        checkpointer=store, clock=lambda: now[0])
+    agent = two_requests(store, now, per_call=False, money_after=60)
     with fake_slack() as slack:
         d = dispatcher(store, slack, now)
         assert agent.invoke("go", thread_id="t1").interrupted
@@ -230,10 +219,11 @@ def test_a_request_message_stays_within_slacks_limits(
     agent.close()
 
 
-def two_requests(store: Any, now: list[datetime], *, per_call: bool) -> Agent:
+def two_requests(store: Any, now: list[datetime], *, per_call: bool,
+                 money_after: int = 10) -> Agent:
     """``drop_table`` (dba, escalated to on-call after 10 minutes) and ``send_money`` (dba,
-    escalated to the CFO after 10 minutes) proposed together, one request per call or both
-    in one."""
+    escalated to the CFO after ``money_after`` minutes) proposed together, one request per
+    call or both in one."""
     return Agent(
         model=ScriptedModel([[{"name": "drop_table", "args": {"name": "orders"}, "id": "d"},
                               {"name": "send_money", "args": {"amount": 5}, "id": "m"}],
@@ -244,7 +234,7 @@ def two_requests(store: Any, now: list[datetime], *, per_call: bool) -> Agent:
                                       escalate_after=timedelta(minutes=10),
                                       expires_after=timedelta(hours=5)),
             "send_money": InterruptOn(reviewers=["dba"], escalate_to=["cfo"],
-                                      escalate_after=timedelta(minutes=10),
+                                      escalate_after=timedelta(minutes=money_after),
                                       expires_after=timedelta(hours=5))},
             interrupt_mode="per_call" if per_call else "batched")],
         checkpointer=store, clock=lambda: now[0])
