@@ -14,6 +14,7 @@ import pytest
 from conftest import StoreFactory
 from interlock import (
     Agent,
+    AssistantMessage,
     CallState,
     Checkpointer,
     Command,
@@ -34,6 +35,7 @@ from interlock import (
     SubAgentMismatch,
     SubAgentThread,
     ThreadBusy,
+    ToolContext,
     ToolMessage,
     UserMessage,
     tool,
@@ -526,3 +528,66 @@ def test_a_decision_stored_in_the_child_whose_answer_was_lost_leaves_no_stale_re
     assert state.status == "completed" and state.interrupts == []
     assert state.messages[-1].content == "parent done: finished: worked 1"
     assert parent.list_threads(status="interrupted") == [] and ran == [1]
+
+
+def test_a_call_id_of_one_sub_agent_never_decides_another_sub_agents_call(
+        stores: StoreFactory) -> None:
+    """Invariant 1: two sub-agents of one turn number their calls on their own (``k0``,
+    ``k1`` in each). bob is shown B's ``k1`` (``pay``); alice rejects it, and A's next call,
+    also ``k1`` (``wipe``), appears. bob's approval keyed by ``k1`` without the request's id
+    would run ``wipe``, which he never saw: refused (InvalidDecision, pass interrupt_id),
+    nothing stored or run; with the request's id it decides exactly that request."""
+    ran: list[tuple[str, str]] = []
+
+    def gated(name: str) -> Any:
+        def run(v: int, ctx: ToolContext) -> str:
+            ran.append((ctx.thread_id, name))
+            return "ok"
+
+        run.__name__ = run.__doc__ = name
+        return tool(run)
+
+    plans = {"A": [("note", 1), ("wipe", 9)], "B": [("note", 1), ("pay", 1)]}
+
+    def kid_model(messages: Any) -> Any:
+        task = next(m.content for m in messages if isinstance(m, UserMessage))
+        k = sum(isinstance(m, AssistantMessage) for m in messages)
+        if k < len(plans[task]):
+            name, v = plans[task][k]
+            return [{"name": name, "args": {"v": v}, "id": f"k{k}"}]
+        return "kid done"
+
+    def boss_model(messages: Any) -> Any:
+        if sum(isinstance(m, AssistantMessage) for m in messages) == 0:
+            return [{"name": "kid", "args": {"task": t}, "id": f"p_{t}"} for t in "AB"]
+        return "done"
+
+    store = stores()
+    kid = Agent(name="kid", model=ScriptedModel(kid_model),
+                tools=[gated("note"), gated("pay"), gated("wipe")],
+                middleware=[HumanInTheLoop(interrupt_on={"note": True, "pay": True,
+                                                         "wipe": True})], checkpointer=store)
+    boss = Agent(name="boss", model=ScriptedModel(boss_model), tools=[kid.as_tool()],
+                 checkpointer=store)
+    alice, bob = Reviewer("alice", frozenset()), Reviewer("bob", frozenset())
+
+    def request(thread: str, call: str) -> str:
+        return next(i.id for i in boss.get_thread("t").interrupts for a in
+                    i.value.action_requests if (a.path[-1].thread_id, a.tool_call_id)
+                    == (thread, call))
+
+    boss.invoke("go", thread_id="t", reviewer=alice)
+    boss.resume("t", {"k0": {"type": "approve"}}, interrupt_id=request("t@p_B", "k0"),
+                reviewer=alice)
+    shown_to_bob = request("t@p_B", "k1")
+    boss.resume("t", {"k1": {"type": "reject"}}, interrupt_id=shown_to_bob, reviewer=alice)
+    boss.resume("t", {"k0": {"type": "approve"}}, interrupt_id=request("t@p_A", "k0"),
+                reviewer=alice)
+    version, before = boss.get_thread("t").version, list(ran)
+    with pytest.raises(InvalidDecision, match="pass interrupt_id"):
+        boss.resume("t", {"k1": {"type": "approve", "revision": 1}}, reviewer=bob)
+    assert ran == before and ("t@p_A", "wipe") not in ran
+    assert boss.get_thread("t").version == version
+    with pytest.raises((StaleInterrupt, InterruptConflict)):  # bob's request is gone
+        boss.resume("t", {"k1": {"type": "approve"}}, interrupt_id=shown_to_bob, reviewer=bob)
+    assert ("t@p_A", "wipe") not in ran

@@ -124,10 +124,18 @@ def _check_unambiguous(txn: ThreadTxn, pending: list[Interrupt], decisions: Any)
     seen = Counter(c.request.tool_call_id for i in pending if i.kind == "review"
                    for c in review_calls(i))
     twice = sorted(k for k in decisions if seen[k] > 1)
+    # an id of a sub-agent's call may also be the id of a call another sub-agent of this turn
+    # made and that was decided since: the reviewer may have meant that one
+    children = {e.child_thread for e in txn.snapshot.journal.values() if e.child_thread}
+    theirs = {c.request.tool_call_id for i in pending if i.kind == "review" and i.path
+              for c in review_calls(i)}
+    if len(children) > 1:
+        twice = sorted({*twice, *(k for k in decisions if k in theirs)})
     if twice:
         raise InvalidDecision(
-            txn.thread_id, f"call id(s) {twice} belong to more than one pending request (each "
-            f"sub-agent numbers its calls on its own); pass interrupt_id=... to say which "
+            txn.thread_id, f"call id(s) {twice} may name more than one call: each sub-agent "
+            f"numbers its calls on its own, and {len(children) or 'several'} sub-agents were "
+            f"called in this turn; pass interrupt_id=... (the request shown) to say which "
             f"request the decisions are for.")
 
 
