@@ -26,27 +26,9 @@ from interlock import (
     ToolMessage,
     tool,
 )
+from store_faults import CommitFails
 
 pytestmark = pytest.mark.postgres
-
-
-class ResultWritesFail:
-    """A store whose commits that store a call's result fail before they reach the database
-    (the process is cut off from it) while ``cut`` is set."""
-
-    durable = True
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.cut = inner, True
-
-    async def commit(self, change: Any, *, expected_version: int | None) -> None:
-        if self.cut and any(e.state in (CallState.SUCCEEDED, CallState.FAILED)
-                            for e in change.journal):
-            raise StorageError("injected: the database cannot be reached")
-        await self.inner.commit(change, expected_version=expected_version)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 @pytest.fixture
@@ -82,7 +64,10 @@ def test_a_result_kept_through_a_takeover_replaces_the_unknown(schema: str, then
                      middleware=[HumanInTheLoop(interrupt_on={"transfer": True})],
                      checkpointer=store)
 
-    cut_off = ResultWritesFail(PostgresCheckpointer(PG_DSN, schema=schema))
+    # the commits storing a call's result fail before they reach the database while armed
+    cut_off = CommitFails(PostgresCheckpointer(PG_DSN, schema=schema), lambda change: any(
+        e.state in (CallState.SUCCEEDED, CallState.FAILED) for e in change.journal),
+        lands=False)
     first = agent(cut_off)
     other = agent(PostgresCheckpointer(PG_DSN, schema=schema))
     try:
@@ -94,7 +79,7 @@ def test_a_result_kept_through_a_takeover_replaces_the_unknown(schema: str, then
         other.recover_stale()
         (request,) = other.get_thread("t").interrupts
         assert request.value.action_requests[0].reason == "outcome_unknown"
-        cut_off.cut = False  # the first process reaches the database again
+        cut_off.armed = False  # the first process reaches the database again
         # its own recovery of the thread, the worker's path (its claimed run is tried
         # again), or its periodic recovery sweep (a server's)
         if then == "sweep":

@@ -44,6 +44,7 @@ from interlock.leases import HOST
 from interlock.storage.base import Commit
 from interlock.subagents import child_thread_id
 from procs.subagent_team import Effects, build_chain, build_team
+from store_faults import CommitFails
 from transcript import assert_valid_transcript, tool_results
 
 
@@ -469,27 +470,6 @@ def test_audit_of_parent_and_children_verifies(stores: StoreFactory) -> None:
     assert finished == ["a1@ask_dba", "a1@ask_researcher"]
 
 
-class _DecisionAnswerLost:
-    """Wraps a store: the commit that stores the child's call ``w1`` as approved lands, and
-    its caller gets a ``StorageError`` (a connection cut after the database took it)."""
-
-    durable = True
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.armed = inner, True
-
-    async def commit(self, change: Any, *, expected_version: int | None) -> None:
-        hit = self.armed and any(e.tool_call_id == "w1" and e.state == CallState.APPROVED
-                                 for e in change.journal)
-        await self.inner.commit(change, expected_version=expected_version)
-        if hit:
-            self.armed = False
-            raise StorageError("injected: the answer to this write was lost")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def test_a_decision_stored_in_the_child_whose_answer_was_lost_leaves_no_stale_request(
         stores: StoreFactory) -> None:
     """Invariant 2: the reviewer's decision reached the sub-agent's thread but its answer was
@@ -514,7 +494,10 @@ def test_a_decision_stored_in_the_child_whose_answer_was_lost_leaves_no_stale_re
             return f"parent done: {messages[-1].content}"
         return {"name": "helper", "args": {"task": "do it"}, "id": "p1"}
 
-    store = _DecisionAnswerLost(stores())
+    # the commit storing the child's call w1 as approved lands; its answer is lost
+    store = CommitFails(stores(), lambda change: any(
+        e.tool_call_id == "w1" and e.state == CallState.APPROVED for e in change.journal),
+        lands=True, once=True)
     child = Agent(name="helper", model=ScriptedModel(child_reply), tools=[work],
                   middleware=[HumanInTheLoop(interrupt_on={"work": True})], checkpointer=store)
     parent = Agent(name="boss", model=ScriptedModel(parent_reply), tools=[child.as_tool()],
