@@ -29,6 +29,15 @@ def args_text(args: dict[str, object], limit: int = 1500) -> str:
     return visible(json.dumps(args, ensure_ascii=False, indent=2, sort_keys=True), limit)
 
 
+def args_whole(args: dict[str, object], limit: int) -> bool:
+    """Whether :func:`args_text` with ``limit`` shows the arguments whole (nothing cut).
+
+    A surface that shows arguments cut short offers no approval of them: what runs on an
+    approval is only ever what its reviewer was shown."""
+    return len(display.visible(json.dumps(args, ensure_ascii=False, indent=2,
+                                          sort_keys=True))) <= limit
+
+
 def warning_lines(calls: Iterable[NoticeCall]) -> list[str]:
     """The display policy's warnings for what the calls contain (hidden characters, mixed
     scripts, padding); empty when nothing was found."""

@@ -18,7 +18,7 @@ from ..storage.base import ROW_ONLY, Checkpointer
 from .config import NotifyConfig, SlackSettings
 from .dispatcher import DeliveryFailed
 from .email import call_digest
-from .render import args_text, outcome_text, subagent_lines, visible, warning_lines
+from .render import args_text, args_whole, outcome_text, subagent_lines, visible, warning_lines
 
 CHANNEL = "slack"
 ACTION_APPROVE = "interlock_approve"
@@ -68,13 +68,21 @@ SECTION_CHARS = 3000
 BUTTON_VALUE_CHARS = 2000
 
 
-def _args_code(args: dict[str, Any]) -> str:
+def _args_code(args: dict[str, Any]) -> tuple[str, bool]:
     """The arguments as a code block of at most :data:`SECTION_CHARS` characters once
-    escaped (escaping makes ``&`` five characters): cut shorter, with its note, as needed."""
+    escaped (escaping makes ``&`` five characters): cut shorter, with its note, as needed;
+    and whether they are shown whole."""
     limit = 2500
     while len(text := _code(args_text(args, limit))) > SECTION_CHARS:
         limit = limit * 2 // 3
-    return text
+    return text, args_whole(args, limit)
+
+
+def shows_args_whole(args: dict[str, Any]) -> bool:
+    """Whether a Slack message shows these arguments whole. Where it does not, it offers
+    no Approve button (the call is approved in the inbox, which shows them whole), and an
+    approval sent as if from such a message is refused."""
+    return _args_code(args)[1]
 
 
 def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig,
@@ -83,6 +91,7 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig,
     the allowed decisions as buttons."""
     n = event.notice
     head = f"*{_mrkdwn(visible(call.name, 150))}*"
+    args_code, whole = _args_code(call.args)
     status = outcome_text(call)
     if call.approvals_required > 1:
         who = ", ".join(visible(a.by, 80) for a in call.approvals) or "nobody yet"
@@ -98,7 +107,7 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig,
         *({"type": "section", "text": {"type": "plain_text", "text": visible(d, 500),
                                         "emoji": False}}
           for d in ([call.description] if call.description else [])),
-        {"type": "section", "text": {"type": "mrkdwn", "text": _args_code(call.args)}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": args_code}},
     ]
     for warning in warning_lines([call]):
         blocks.append({"type": "context", "elements": [
@@ -116,8 +125,14 @@ def call_blocks(event: OutboxEvent, call: NoticeCall, config: NotifyConfig,
         blocks.append({"type": "context", "elements": [{"type": "plain_text", "text": (
             "This call's id is too long for Slack's buttons: decide it in the inbox."),
             "emoji": False}]})
+    elif not whole and "approve" in call.allowed_decisions:
+        # nothing runs on an approval of arguments its reviewer was not shown
+        blocks.append({"type": "context", "elements": [{"type": "plain_text", "text": (
+            "The arguments are too long to show here in full: approve this call in the "
+            "inbox, which shows them whole."), "emoji": False}]})
     for d in call.allowed_decisions:
-        if d in ("approve", "reject") and len(value) <= BUTTON_VALUE_CHARS:
+        if d in ("approve", "reject") and len(value) <= BUTTON_VALUE_CHARS and (
+                whole or d == "reject"):
             action, style = (ACTION_APPROVE, "primary") if d == "approve" else (
                 ACTION_REJECT, "danger")
             buttons.append(_button(d.capitalize(), f"{action}:{index}", value, style=style))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import parse_qs
@@ -30,7 +30,7 @@ from ..interrupts import Interrupt
 from ..notify import retry_event
 from ..notify.config import NotifyConfig, Person
 from ..notify.email import Link, LinkRefused, LinkSigner, shown_digests
-from ..notify.render import args_text, path_lines, visible
+from ..notify.render import args_text, args_whole, path_lines, visible
 from ..outbox import OutboxEvent
 from ..review_request import read_request
 from ..storage.base import ROW_ONLY
@@ -122,7 +122,7 @@ async def _slack_say(state: ServerState, channel: str | None, user: str, text: s
 async def slack_interactions(request: Request, state: State) -> Response:
     from slack_sdk.signature import SignatureVerifier
 
-    from ..notify.slack import ACTION_APPROVE, ACTION_REJECT
+    from ..notify.slack import ACTION_APPROVE, ACTION_REJECT, shows_args_whole
 
     cfg = _config(state)
     if cfg.slack is None:
@@ -161,7 +161,7 @@ async def slack_interactions(request: Request, state: State) -> Response:
         return Response(status_code=200)
     try:
         await _decide(state, person, str(value["t"]), str(value["i"]), str(value["c"]),
-                      str(value["d"]), {"type": kind})
+                      str(value["d"]), {"type": kind}, shows_args_whole)
     except (InterlockError, ApiError, KeyError) as exc:
         await _slack_say(state, channel, user, f"interlock: not decided: {_text(exc)}")
     return Response(status_code=200)
@@ -172,11 +172,18 @@ def _text(exc: BaseException) -> str:
 
 
 async def _decide(state: ServerState, person: Person, thread_id: str, interrupt_id: str,
-                  call_id: str, digest: str, decision: Mapping[str, Any]) -> None:
+                  call_id: str, digest: str, decision: Mapping[str, Any],
+                  shown_whole: Callable[[dict[str, Any]], bool]) -> None:
     """Decide one call as ``person``, if it is still the exact call they were shown: the
     decision names the revision that matched the message's digest, so an edit stored between
-    this check and the decision is refused by the core (``StaleRevision``)."""
-    _, config = await _current_call(state, thread_id, interrupt_id, call_id, digest)
+    this check and the decision is refused by the core (``StaleRevision``). An approval
+    counts only where the surface showed the call's arguments whole (``shown_whole``)."""
+    action, config = await _current_call(state, thread_id, interrupt_id, call_id, digest)
+    if decision.get("type") == "approve" and not shown_whole(action.args):
+        raise ApiError(409, "ArgumentsNotShown",
+                       "This call's arguments are too long to be shown here in full, so it "
+                       "cannot be approved from here: open the request in the inbox, which "
+                       "shows them whole, and approve it there.")
     reviewer = _reviewer(state, person)
     decided = {**decision, "revision": config.revision}
     await state.runner.resume(thread_id, {call_id: decided}, interrupt_id=interrupt_id,
@@ -293,6 +300,15 @@ async def _token(request: Request) -> tuple[str, dict[str, Any]]:
     return token, body
 
 
+# the most characters of arguments the confirmation page shows; longer ones are cut, and a
+# call shown cut is not approved from the page
+LINK_PAGE_ARGS = 20000
+
+
+def _page_shows_whole(args: dict[str, Any]) -> bool:
+    return args_whole(args, LINK_PAGE_ARGS)
+
+
 @router.get("/notify/email", include_in_schema=False)
 async def email_page() -> HTMLResponse:
     """The confirmation page of every link (the token stays in the fragment)."""
@@ -319,15 +335,21 @@ async def email_view(request: Request, state: State) -> JSONResponse:
         display.call_texts(action.name, action.description, action.args)))
     description = display.shown_description(action.description or "", action.name,
                                              action.args)
+    whole = _page_shows_whole(action.args)
+    decisions = [d for d in ("approve", "reject") if d in config.allowed_decisions
+                 and (whole or d != "approve")]
     return _answer(
         "Confirm your decision", reviewer=person.id, thread=visible(link.thread_id, 200),
         path=path_lines(action.path, link.thread_id), tool=visible(action.name, 200),
-        args=args_text(action.args, 20000), warnings=found,
+        args=args_text(action.args, LINK_PAGE_ARGS), warnings=found,
+        note=None if whole or "approve" not in config.allowed_decisions else (
+            "The arguments are too long to show here in full, so this page cannot approve "
+            "the call: open the request in the inbox, which shows them whole."),
         # without what the page shows anyway (the default description's Tool: / Args: lines)
         description=visible(description, 2000) if description else None,
         approvals_required=config.approvals_required,
         approved_by=[a.by for a in config.approved_by or []],
-        decisions=[d for d in ("approve", "reject") if d in config.allowed_decisions])
+        decisions=decisions)
 
 
 @router.post("/notify/email/decide", include_in_schema=False)
@@ -347,7 +369,7 @@ async def email_decide(request: Request, state: State) -> JSONResponse:
         if kind == "reject" and message:
             decision["message"] = message
         await _decide(state, person, link.thread_id, link.interrupt_id, link.tool_call_id,
-                      link.digest, decision)
+                      link.digest, decision, _page_shows_whole)
     except (LinkRefused, ApiError) as exc:
         return _refusal(exc)
     except InterlockError as exc:

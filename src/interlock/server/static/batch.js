@@ -8,7 +8,7 @@
 // retry; the only call its thread waits for.
 
 import * as api from "./api.js";
-import { jsonView, lineEl, showText, textEl } from "./display.js";
+import { jsonView, lineEl, partHidden, showAll, showText, textEl } from "./display.js";
 import { append, clear, h, keyButton } from "./dom.js";
 
 const enc = encodeURIComponent;
@@ -83,6 +83,17 @@ export async function openBatch(root, first, others, { mayDecide, done }) {
   go.addEventListener("click", () => {
     const n = count();
     if (!n) return;
+    // nothing runs on an approval of arguments its reviewer was not shown: a checked call
+    // whose arguments are partly hidden is shown whole first, and the reviewer asked again
+    const unseen = rows.filter((r) => r.box.checked && !r.sent && partHidden(r.row));
+    if (unseen.length) {
+      for (const r of unseen) showAll(r.row);
+      showText(error, `Part of the arguments of ${unseen.length} call${unseen.length === 1 ? " was" : "s were"} `
+        + "hidden. They are shown in full now: read them, then approve again.");
+      unseen[0].row.scrollIntoView({ block: "nearest" });
+      return;
+    }
+    error.textContent = "";
     const yes = keyButton(`Yes, run ${n}`, "Enter", { class: "btn approve confirm-yes", onclick: () => send() });
     clear(confirm).append(
       h("p", {}, `Run ${first.action.name} ${n} time${n === 1 ? "" : "s"}, with the arguments shown above? Each runs at once.`),

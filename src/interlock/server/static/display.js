@@ -377,6 +377,20 @@ export function textEl(text, { tag = "pre", lines = 14, chars = 2000, attrs = {}
   return el;
 }
 
+/**
+ * Whether a part of a text shown in `root` by textEl is still hidden (clipped, "Show all" not
+ * opened) in a view the reader has open (not inside a hidden element).
+ */
+export function partHidden(root) {
+  return [...root.querySelectorAll('[data-clipped="true"]')]
+    .some((el) => !el.parentElement.closest("[hidden]"));
+}
+
+/** Show whole every clipped text in `root` (as its "Show all" button does). */
+export function showAll(root) {
+  for (const button of root.querySelectorAll("button.show-all")) button.click();
+}
+
 /** Replace the content of `el` (an error line, a banner) by `text` with escapes. */
 export function showText(el, text) {
   el.replaceChildren(textEl(text, { tag: "span", lines: 12, chars: 2000 }));

@@ -2,7 +2,7 @@
 // detail view to decide on them. All model-produced text is inserted as text nodes.
 
 import * as api from "./api.js";
-import { codeSpans, jsonView, lineEl, showText, strings, textEl, warningBadge, warningEl } from "./display.js";
+import { codeSpans, jsonView, lineEl, partHidden, showAll, showText, strings, textEl, warningBadge, warningEl } from "./display.js";
 import { append, clear, count, h, keyButton, relTime, timeEl, warmIntl } from "./dom.js";
 import { argsDiff } from "./diff.js";
 import { argsEditor } from "./form.js";
@@ -748,9 +748,23 @@ function reviewCard(t, intr, action, config, tool) {
     }
   }
 
+  // nothing runs on an approval of arguments its reviewer was not shown: while a part of them
+  // is hidden ("Show all" not opened), approving shows them whole first and asks again
+  const argsEl = argsView(action.args);
+  function shownWhole() {
+    if (!partHidden(argsEl)) return true;
+    showAll(argsEl);
+    closePanel();
+    showText(error, "Part of the arguments was hidden. They are shown in full now: read them, "
+      + "then approve again.");
+    argsEl.scrollIntoView({ block: "nearest" });
+    return false;
+  }
+
   const keys = {};
   if (allowed.has("approve") && !approvedByMe) {
-    const approve = () => decideOrConfirm(["Approve ", toolName(), "?"], { type: "approve" }, error);
+    const approve = () => shownWhole()
+      && decideOrConfirm(["Approve ", toolName(), "?"], { type: "approve" }, error);
     buttons.push(keyButton("Approve", "A", { class: "btn approve", onclick: approve }));
     keys.a = approve;
     // a call that needs several approvals cannot be remembered (it would skip the others),
@@ -760,8 +774,8 @@ function reviewCard(t, intr, action, config, tool) {
         && action.reason !== "outcome_unknown") {
       // one step for a tool declared read-only; otherwise a confirmation that says what
       // remembering means
-      const remember = () => (readOnly ? decide({ type: "approve", remember: "thread" }, error)
-        : openPanel("remember"));
+      const remember = () => shownWhole() && (readOnly
+        ? decide({ type: "approve", remember: "thread" }, error) : openPanel("remember"));
       buttons.push(keyButton(readOnly ? "Approve & remember for this thread" : "Approve & remember…",
         "M", { class: "btn approve-remember",
           title: `Approve, and approve later ${action.name} calls in this thread without asking`,
@@ -843,7 +857,7 @@ function reviewCard(t, intr, action, config, tool) {
     pathEl(action.path),
     description ? codeSpans(textEl(description, { lines: 8, attrs: { class: "desc" } })) : null,
     tool && tool.description ? codeSpans(textEl(tool.description, { tag: "p", lines: 6, attrs: { class: "tool-doc" } })) : null,
-    argsView(action.args),
+    argsEl,
     permitted ? null : h("p", { class: "notice" },
       `Only a reviewer with the role ${config.reviewers.join(" or ")} can decide this call.`),
     approvedByMe ? h("p", { class: "notice approved-by-me" },

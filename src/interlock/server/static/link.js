@@ -46,6 +46,7 @@ function confirmation(data) {
       h("span", { class: "warn-sign", "aria-hidden": "true" }), w)),
   ];
   if (data.description) parts.push(h("p", {}, data.description));
+  if (data.note) parts.push(h("p", { class: "notice link-note" }, data.note));
   if (data.approvals_required > 1) {
     const by = data.approved_by.join(", ") || "nobody yet";
     parts.push(h("p", {}, `Approvals: ${data.approved_by.length} of ${data.approvals_required}` +
