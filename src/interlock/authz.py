@@ -36,8 +36,8 @@ from typing import Any
 
 from .errors import ConfigurationError, NotAuthorized
 from .interrupts import Interrupt
-from .review_request import read_request
-from .storage.base import ThreadRecord
+from .review_request import ReviewRules, read_request
+from .storage.base import RememberedApproval, ThreadRecord
 
 ADMIN_ROLE = "admin"
 """Holders of this role may read and post to every thread (it does not let them decide
@@ -344,6 +344,23 @@ def check_revoke(reviewer: Reviewer | None, facts: ThreadFacts,
         f"{tool.name!r} on thread {facts.thread_id!r}: that needs the thread's creator, an "
         f"{ADMIN_ROLE!r}, or one of the roles: {', '.join(tool.reviewers)}. Nothing was changed."
     )
+
+
+def remembered_applies(rule: RememberedApproval, rules: ReviewRules,
+                       started_by: str | None) -> bool:
+    """Whether the remembered approval ``rule`` lets a call through under ``rules`` (the
+    tool's policy now): only where its creator could approve that call alone under them.
+    Not once the tool needs several approvals, not where the run's starter made the rule
+    and the tool forbids self-approval, not where the tool names roles the creator did not
+    hold; and only while the policy lets approvals be remembered."""
+    if not rules.allow_remember or "approve" not in rules.allowed_decisions:
+        return False
+    if rules.approvals > 1:
+        return False
+    if not rules.self_approval and same_reviewer(rule.created_by, started_by):
+        return False
+    return rules.reviewers is None or rule.roles is None or bool(
+        set(rule.roles) & set(rules.reviewers))
 
 
 def remember_applies(starter: Reviewer | None, facts: ThreadFacts) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
+from .authz import remembered_applies
 from .errors import ConfigurationError
 from .messages import Message, ToolCall
 from .middleware import Middleware, ModelTurn
@@ -469,8 +470,8 @@ class HumanInTheLoop(Middleware):
                 continue
             if call.args_error is not None:
                 reason = f"the model's arguments could not be parsed: {call.args_error}"
-            elif (turn.remembered(call.name) is not None and cfg.allow_remember
-                  and "approve" in cfg.allowed_decisions):
+            elif (rule := turn.remembered(call.name)) is not None and remembered_applies(
+                    rule, cfg, turn.started_by):
                 turn.auto_approve(call, rule=f"remember:thread:{call.name}")
                 continue
             elif cfg.when is not None:

@@ -190,6 +190,9 @@ class ModelTurn:
     remembered_rules: Sequence[RememberedApproval] = ()
     marks: dict[str, Mark] = field(default_factory=dict)
     current_middleware: str = ""
+    started_by: str | None = None
+    """Who started the run (a remembered approval its creator may not give under
+    ``self_approval=False`` does not apply: :func:`interlock.authz.remembered_applies`)."""
 
     @property
     def calls(self) -> list[ToolCall]:

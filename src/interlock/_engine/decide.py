@@ -33,7 +33,7 @@ from ..errors import (
     SubAgentThread,
 )
 from ..interrupts import Interrupt
-from ..messages import ToolMessage
+from ..messages import ToolCall, ToolMessage
 from ..review_request import request_value, shown_digest
 from ..storage.base import (
     FINAL_STATES,
@@ -47,6 +47,7 @@ from ..subagents import SubAgentTool
 from .deps import RunDeps
 from .execute import settle_stopped_run
 from .pauses import replace_review, review_calls
+from .policy import classify_call, tightened
 from .quorum import changes_call, check_self_approval, record_approval, revise
 from .reads import turn_message
 from .records import EntryChanges, ThreadChanges, entry_with, replaced
@@ -164,9 +165,9 @@ async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
         for iid, decisions in several.items():
             review = target(txn.thread_id, pending, "review", iid)
             remaining = [i for i in remaining if i.id != iid]
-            applied = _apply_decisions(txn, deps, review,
-                                       replace(spec, decisions=decisions, interrupt_id=iid),
-                                       remembered)
+            applied = await _apply_decisions(txn, deps, review,
+                                             replace(spec, decisions=decisions,
+                                                     interrupt_id=iid), remembered)
             remaining += applied.left
             journal += applied.journal
             audit += applied.audit
@@ -174,7 +175,7 @@ async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
     elif spec.decisions is not None:
         review = target(txn.thread_id, pending, "review", spec.interrupt_id)
         remaining = [i for i in remaining if i.id != review.id]
-        applied = _apply_decisions(txn, deps, review, spec, remembered)
+        applied = await _apply_decisions(txn, deps, review, spec, remembered)
         remaining += applied.left
         journal += applied.journal
         audit += applied.audit
@@ -234,7 +235,20 @@ class AppliedDecisions(NamedTuple):
     undecided (with the approvals counted so far)."""
 
 
-def _apply_decisions(
+def _under_policy_now(deps: RunDeps, call: PendingCall) -> PendingCall:
+    """``call`` under the stricter of its stored rules and the rules this process's policy
+    declares for its tool now (:mod:`.policy`; a redeployed agent, or an API process and a
+    worker on different versions). Nothing is evaluated again: a ``when`` predicate and a
+    description ran once, when the call paused."""
+    policy = deps.policy_for(call.request.name)
+    if policy is None:
+        return call
+    config = tightened(call.config, policy,
+                       decisions=call.request.reason != "outcome_unknown")
+    return call if config is call.config else PendingCall(call.request, config)
+
+
+async def _apply_decisions(
     txn: ThreadTxn,
     deps: RunDeps,
     review: Interrupt,
@@ -246,7 +260,7 @@ def _apply_decisions(
     journal: list[JournalEntry] = []
     audit: list[AuditItem] = []
     remembered: list[RememberedApproval] = []
-    calls = review_calls(review)
+    calls = [_under_policy_now(deps, c) for c in review_calls(review)]
     decided = {
         e.tool_call_id: e.state.value for e in txn.snapshot.journal.values()
         if e.state != CallState.PENDING_REVIEW
@@ -261,9 +275,14 @@ def _apply_decisions(
     for r in resolved:
         cid = r.call.request.tool_call_id
         check_self_approval(txn.thread_id, r.call, r, spec.actor)
-        revised = (revise(r.call, r, spec.actor, spec.reviewer, now, deps, txn.thread_id,
-                          txn.snapshot.messages)
-                   if changes_call(r.call, r) else None)
+        revised = None
+        if changes_call(r.call, r):
+            assert r.exec_name is not None and r.exec_args is not None
+            verdict = await classify_call(
+                deps, ToolCall(id=cid, name=r.exec_name, args=r.exec_args), txn.thread_id,
+                txn.snapshot.messages)
+            revised = revise(r.call, r, spec.actor, spec.reviewer, now, deps, verdict,
+                             txn.thread_id, txn.snapshot.messages)
         partial = record_approval(txn.thread_id, r.call, r, spec.actor, now, revised)
         if partial is not None:  # the call needs more approvals: recorded in the request
             counted[cid] = partial
@@ -293,7 +312,8 @@ def _apply_decisions(
             x.tool_name == shown_tool for x in (*remembered_before, *remembered)
         ):
             remembered.append(RememberedApproval(
-                tool_name=shown_tool, created_at=now, created_by=spec.actor, tool_call_id=cid))
+                tool_name=shown_tool, created_at=now, created_by=spec.actor, tool_call_id=cid,
+                roles=sorted(spec.reviewer.roles) if spec.reviewer is not None else None))
             audit.append(AuditItem(AuditKind.RULE_CREATED, spec.actor, cid,
                                    {"tool_name": shown_tool, "scope": "thread"}))
     left = [counted.get(c.request.tool_call_id, c) for c in calls

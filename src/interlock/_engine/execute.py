@@ -37,6 +37,7 @@ from . import spill
 from .children import wait_for_child
 from .deps import RunDeps
 from .pauses import raise_question, raise_review, replace_review, review_calls
+from .policy import tightened
 from .reads import turn_message
 from .records import entry_with, replaced
 from .texts import (
@@ -86,10 +87,24 @@ async def handle_unknown(txn: ThreadTxn, deps: RunDeps, message: AssistantMessag
             audit.append(AuditItem(AuditKind.RETRY_IDEMPOTENT, SYSTEM, e.tool_call_id,
                                    {"name": tool.name, "attempts": e.attempts}))
             continue
+        # who may decide whether it runs again: whoever could approve it (the roles,
+        # approvals and separation of duties of its review, and of its tool's policy now)
+        config = ReviewConfig(action_name=call.name, allowed_decisions=allowed,
+                              args_schema=deps.schema(call.name),
+                              requested_by=txn.thread.started_by)
+        if e.review is not None:
+            config = tightened(config, ReviewConfig(
+                action_name=call.name, allowed_decisions=allowed, reviewers=e.review.reviewers,
+                approvals=e.review.approvals, self_approval=e.review.self_approval),
+                decisions=False)
+        if (policy := deps.policy_for(call.name)) is not None:
+            config = tightened(config, policy, decisions=False)
         entries.append(entry_with(
             e, state=CallState.PENDING_REVIEW, updated_at=now,
             review=ReviewSettings(allowed_decisions=allowed, description=UNKNOWN_OUTCOME,
-                                  reason="outcome_unknown")))
+                                  reason="outcome_unknown", reviewers=config.reviewers,
+                                  approvals=config.approvals,
+                                  self_approval=config.self_approval)))
         # the reviewer decides on what actually ran (the edited call, if it was edited)
         ask.append(PendingCall(
             ActionRequest(tool_call_id=e.tool_call_id, name=call.name, args=call.args,
@@ -97,8 +112,7 @@ async def handle_unknown(txn: ThreadTxn, deps: RunDeps, message: AssistantMessag
                           f"{json.dumps(call.args, ensure_ascii=False)}\napprove = run it again, "
                           f"reject = do not run it again, respond = give the result you know.",
                           reason="outcome_unknown"),
-            ReviewConfig(action_name=call.name, allowed_decisions=allowed,
-                         args_schema=deps.schema(call.name)),
+            config,
         ))
     txn.stage(journal=entries, audit=audit)
     raise_review(txn, ask, reason="outcome_unknown")

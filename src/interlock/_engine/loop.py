@@ -515,7 +515,8 @@ async def run_hooks(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
                      tools=deps.tools_by_name, marks=marks,
                      # remembered approvals apply only to runs started by someone who may post
                      remembered_rules=txn.thread.remembered
-                     if remember_applies(starter_of(txn.thread), facts_of(txn.thread)) else ())
+                     if remember_applies(starter_of(txn.thread), facts_of(txn.thread)) else (),
+                     started_by=txn.thread.started_by)
     middleware = deps.middleware
     while index < len(middleware):
         mw = middleware[index]

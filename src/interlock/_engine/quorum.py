@@ -37,10 +37,11 @@ from .._canonical import same_json
 from ..authz import Reviewer, may_decide, same_reviewer
 from ..decisions import Approve, Edit, PendingCall, ResolvedDecision
 from ..errors import InvalidDecision, NotAuthorized
-from ..hitl import ALL_DECISIONS, InterruptOn
+from ..hitl import ALL_DECISIONS
 from ..messages import Message, ToolCall
-from ..review_request import ApprovalRecord, ReviewConfig, review_config
+from ..review_request import ApprovalRecord, ReviewConfig, ReviewRules, review_config
 from .deps import RunDeps
+from .policy import Verdict, tightened
 
 
 def check_self_approval(thread_id: str, call: PendingCall, r: ResolvedDecision,
@@ -69,30 +70,41 @@ def changes_call(call: PendingCall, r: ResolvedDecision) -> bool:
 
 
 def revise(call: PendingCall, r: ResolvedDecision, actor: str, reviewer: Reviewer | None,
-           now: datetime, deps: RunDeps, thread_id: str = "",
+           now: datetime, deps: RunDeps, verdict: Verdict, thread_id: str = "",
            messages: Sequence[Message] = ()) -> PendingCall:
     """The next revision of ``call`` after the edit ``r`` by ``actor`` (``reviewer``): the
-    edited tool and arguments, under the policy of that tool (an ungated tool: one approval
-    by anyone). The edit counts as the new revision's first approval only where its editor
-    could approve that revision: not under ``self_approval=False``, and not by a reviewer
-    without one of the roles its policy names (e.g. one who could decide the earlier
-    revision only because it was escalated to them; the new revision's escalation is
-    counted from the edit)."""
+    edited tool and arguments, under the rules the agent's policy gives that call
+    (``verdict``, :func:`.policy.classify_call`: the hooks judge the edited call as if the
+    model had proposed it; a call they would let run unasked: one approval by anyone), and
+    never under looser rules than the revision it replaces where the tool stays the same.
+    An edit into a call the policy rejects outright is refused. The edit counts as the new
+    revision's first approval only where its editor could approve that revision: not under
+    ``self_approval=False``, and not by a reviewer without one of the roles its rules name
+    (e.g. one who could decide the earlier revision only because it was escalated to them;
+    the new revision's escalation is counted from the edit)."""
     assert r.exec_name is not None and r.exec_args is not None
     name, args = r.exec_name, r.exec_args
-    policy: InterruptOn = deps.policy_for(name) or ALL_DECISIONS
-    roles = tuple(policy.reviewers) if policy.reviewers is not None else None
-    counts = policy.self_approval and may_decide(reviewer, roles)
-    counted = [ApprovalRecord(by=actor, at=now)] if counts else None
+    if verdict.rejection is not None:
+        raise InvalidDecision(
+            thread_id, f"the edit of call {call.request.tool_call_id!r} is refused: the "
+            f"agent's policy rejects {name} with these arguments outright "
+            f"({verdict.rejection!r}). Edit it otherwise, or reject the call.")
+    rules: ReviewRules = verdict.review or (
+        ALL_DECISIONS if verdict.known else deps.policy_for(name) or ALL_DECISIONS)
     config: ReviewConfig = review_config(
-        name, policy, now=now, args_schema=deps.schema(name),
+        name, rules, now=now, args_schema=deps.schema(name),
         requested_by=call.config.requested_by, revision=call.config.revision + 1,
-        edited_by=actor, approved_by=counted)
+        edited_by=actor)
+    if name == call.request.name:  # the same tool: never looser than before the edit
+        config = tightened(config, call.config.model_copy(update={"approved_by": None}))
+    counts = config.self_approval is not False and may_decide(reviewer, config.reviewer_roles)
+    if counts:
+        config = config.model_copy(update={"approved_by": [ApprovalRecord(by=actor, at=now)]})
     edited = f"Edited by {actor} (revision {config.revision}; the model proposed " \
              f"{call.request.name})."
     # what the tool's policy says of the call as edited (e.g. its risk), worked out again
-    said = deps.describe(ToolCall(id=call.request.tool_call_id, name=name, args=args),
-                         thread_id, messages)
+    said = verdict.review.description if verdict.review is not None else deps.describe(
+        ToolCall(id=call.request.tool_call_id, name=name, args=args), thread_id, messages)
     if said is None:
         shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
         said = f"Tool: {name}\nArgs: {shown}"

@@ -81,17 +81,6 @@ FINAL_STATES = frozenset(
 )
 
 
-class RememberedApproval(BaseModel):
-    """A standing approval: later calls of ``tool_name`` in the thread run without pausing."""
-
-    tool_name: str
-    scope: Literal["thread"] = "thread"
-    created_at: datetime
-    created_by: str
-    tool_call_id: str
-    """The decision that created the rule."""
-
-
 _is_none = partial(operator.is_, None)
 """``value is None`` as a callable the serializer calls without a Python frame (it is called
 for every optional field of every record it writes)."""
@@ -102,6 +91,21 @@ def omitted_when_none() -> Any:
     JSON while ``None`` (a per-field rule: about half the cost of a serializer that rewrites
     the whole record)."""
     return Field(default=None, exclude_if=_is_none)
+
+
+class RememberedApproval(BaseModel):
+    """A standing approval: later calls of ``tool_name`` in the thread run without pausing."""
+
+    tool_name: str
+    scope: Literal["thread"] = "thread"
+    created_at: datetime
+    created_by: str
+    tool_call_id: str
+    """The decision that created the rule."""
+    roles: list[str] | None = omitted_when_none()
+    """The roles its creator held (``None``: created through the library without a
+    reviewer). A rule applies only while its creator could approve the call under the tool's
+    policy then (:func:`interlock.authz.remembered_applies`)."""
 
 
 class _Record(BaseModel):
@@ -164,6 +168,10 @@ class ReviewSettings(_Record):
     per_call: bool | None = omitted_when_none()
     edit_notice: str | None = omitted_when_none()
     """``None``: the default note after an edit; ``""``: none; else the note's first sentence."""
+    approvals: int | None = omitted_when_none()
+    """Distinct approvals the call needed (``None``: one)."""
+    self_approval: bool | None = omitted_when_none()
+    """``False``: whoever started the run could not approve it."""
 
 
 class EditedCall(_Record):
