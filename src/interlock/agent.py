@@ -278,6 +278,11 @@ class Agent:
     ) -> RunResult:
         """Send a user message (or a ``Command``) and run until the answer or a pause.
 
+        ``input`` is a string (one user message), a message, a dict ``{"role": ...,
+        "content": ...}``, a ``("role", "content")`` pair (LangChain's role names too: human,
+        ai, developer), a list of these, or LangGraph's ``{"messages": <any of these>}``;
+        anything else is a ``ConfigurationError`` and nothing is stored.
+
         The thread is ``thread_id=...``; LangChain's ``config={"configurable": {"thread_id":
         ...}}`` names it too.
 

@@ -5,9 +5,11 @@ behind the ``Agent`` methods works with the parsed values."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from .authz import Reviewer, actor_of
 from .errors import ConfigurationError, ThreadNotFound
@@ -34,25 +36,68 @@ def coerce_input(value: Any) -> list[Message]:
     return messages
 
 
+_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
+          "system": "system", "developer": "system", "tool": "tool"}
+"""Role names as LangChain reads them (``convert_to_messages``), as interlock's roles."""
+
+_SHAPES = ("a string (one user message), a message, a dict {'role': 'user', 'content': '...'}, "
+           "a ('role', 'content') pair (role user/human, assistant/ai, system/developer), a "
+           "list of these, {'messages': <any of these>}, or Command(resume=...)")
+
+
 def _as_messages(value: Any) -> list[Message]:
-    if isinstance(value, str):
-        return [UserMessage(content=value)]
-    if isinstance(value, Mapping):
-        if "messages" in value:
-            return _as_messages(list(value["messages"]))
-        return [MESSAGE_ADAPTER.validate_python(dict(value))]
-    if isinstance(value, Sequence):
-        out: list[Message] = []
-        for item in value:
-            out.extend(_as_messages(item))
-        return out
-    try:
-        return [MESSAGE_ADAPTER.validate_python(value)]
-    except Exception:
+    """The input as messages, read as LangGraph reads ``{"messages": ...}``: a list is a list
+    of messages; anything else (a string, a ``("role", "content")`` pair, a dict, a message)
+    is one message. A tuple that is not a pair is a sequence of messages too."""
+    if isinstance(value, Mapping) and "messages" in value:
+        value = value["messages"]
+    if isinstance(value, list) or (isinstance(value, tuple) and not _is_pair(value)):
+        return [_message(item, f"input message {n + 1}") for n, item in enumerate(value)]
+    return [_message(value, "the input")]
+
+
+def _is_pair(value: object) -> bool:
+    return isinstance(value, tuple | list) and len(value) == 2 and isinstance(value[0], str)
+
+
+def _message(item: Any, where: str) -> Message:
+    """One message of the input: a string is a user message, a ``(role, content)`` pair or a
+    dict with ``role`` (or LangChain's ``type``) and ``content`` is a message of that role."""
+    if isinstance(item, str):
+        return UserMessage(content=item)
+    fields: dict[str, Any]
+    if _is_pair(item):
+        role, content = item
+        if _ROLES.get(role) == "tool":
+            raise ConfigurationError(
+                f"Cannot use {short(item)} as {where}: a tool message needs its tool_call_id "
+                f"and name; write it as a dict {{'role': 'tool', 'tool_call_id': ..., "
+                f"'name': ..., 'content': ...}}.")
+        fields = {"role": role, "content": content}
+    elif isinstance(item, Mapping):
+        fields = dict(item)
+        if "role" not in fields and isinstance(fields.get("type"), str):
+            fields["role"] = fields.pop("type")
+    elif isinstance(item, BaseModel):
+        fields = item.model_dump()
+    else:
         raise ConfigurationError(
-            f"Cannot use {type(value).__name__} as agent input; pass a string, a message, a "
-            f"list of messages or Command(resume=...)."
-        ) from None
+            f"Cannot use {type(item).__name__} {short(item)} as {where}; the input may be "
+            f"{_SHAPES}.")
+    role = fields.get("role")
+    if not isinstance(role, str) or role not in _ROLES:
+        raise ConfigurationError(
+            f"Cannot use {short(item)} as {where}: its role {role!r} is not one of "
+            f"{sorted(_ROLES)}; the input may be {_SHAPES}.")
+    fields["role"] = _ROLES[role]
+    try:
+        return MESSAGE_ADAPTER.validate_python(fields)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or 'message'}: {e['msg']}"
+                             for e in exc.errors())
+        raise ConfigurationError(
+            f"Cannot use {short(item)} as {where} ({problems}); the input may be "
+            f"{_SHAPES}.") from None
 
 
 def short(value: object) -> str:
