@@ -37,8 +37,8 @@ DEFAULT_PREFIX = "Tool execution requires approval"
 DescriptionFn = Callable[..., str]
 """``(call, turn) -> str`` (``call`` is a :class:`ToolCall`), or LangChain's
 ``(tool_call, state, runtime) -> str`` (``tool_call`` is a dict with ``name``, ``args``, ``id``;
-``state`` is ``{"messages": [...]}``; ``runtime`` has ``thread_id``): told apart by the number
-of positional parameters."""
+``state`` is ``{"messages": [...]}``; ``runtime`` has ``thread_id``): a callable that can take
+three positional arguments is called the LangChain way (:func:`description_style`)."""
 WhenFn = Callable[[ToolCall], bool]
 
 DescriptionStyle = Literal["interlock", "langchain"]
@@ -82,8 +82,11 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 
 def description_style(fn: Callable[..., Any], where: str) -> DescriptionStyle:
-    """How to call a description callable, from its signature; a clear error if it cannot be
-    called with either ``(call, turn)`` or ``(tool_call, state, runtime)``."""
+    """How to call a description callable, from its signature: as LangChain's
+    ``(tool_call, state, runtime)`` when it can be called with three positional arguments
+    (three or more positional parameters, with defaults or not, or ``*args``), else as
+    ``(call, turn)`` when it can be called with two; a clear error if it can be called with
+    neither."""
     if _is_async(fn):
         raise ConfigurationError(
             f"{where}: the description callable {fn!r} is async; it must be a plain function "
@@ -101,12 +104,10 @@ def description_style(fn: Callable[..., Any], where: str) -> DescriptionStyle:
     def takes(n: int) -> bool:
         return not kw_required and required <= n and (n <= len(positional) or var)
 
-    if required == 3 and takes(3):
+    if takes(3):  # three or more positional parameters, or *args
         return "langchain"
     if takes(2):
         return "interlock"
-    if takes(3):
-        return "langchain"
     raise ConfigurationError(
         f"{where}: the description callable {fn!r} cannot be called as (call, turn) nor as "
         f"LangChain's (tool_call, state, runtime); its parameters are "

@@ -1,0 +1,84 @@
+"""Code written for LangChain's HumanInTheLoopMiddleware, run on ``interlock.compat`` with only
+its imports changed: what the reviewer sees, what runs and what the configuration reads like
+match LangChain's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool as lc_tool
+
+from interlock.compat import HumanInTheLoopMiddleware, InMemorySaver, create_agent
+
+
+class ScriptedChat(FakeMessagesListChatModel):
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+ran: list[str] = []
+
+
+@lc_tool
+def execute_sql(query: str) -> str:
+    """Run SQL."""
+    ran.append(query)
+    return "ok"
+
+
+def paused_on(config: dict[str, Any], query: str = "DROP TABLE users",
+              thread_id: str = "t", call_id: str = "c1") -> Any:
+    """Run an agent whose model calls ``execute_sql(query)`` once under ``config``."""
+    ran.clear()
+    model = ScriptedChat(responses=[
+        AIMessage(content="", tool_calls=[{"name": "execute_sql", "args": {"query": query},
+                                           "id": call_id}]),
+        AIMessage(content="done")])
+    agent = create_agent(model=model, tools=[execute_sql], checkpointer=InMemorySaver(),
+                         middleware=[HumanInTheLoopMiddleware(
+                             interrupt_on={"execute_sql": config})])
+    return agent.invoke({"messages": [{"role": "user", "content": "go"}]},
+                        {"configurable": {"thread_id": thread_id}}, version="v2")
+
+
+# ---------------------------------------------------------------- description signatures
+
+
+def describe_with_default(tool_call: Any, state: Any, runtime: Any = None) -> str:
+    return (f"DBA approval needed for: {tool_call['args']['query']} "
+            f"({len(state['messages'])} msgs so far)")
+
+
+def describe_varargs(*args: Any) -> str:
+    tool_call, _state, runtime = args
+    return f"DBA approval needed for: {tool_call['args']['query']} on {runtime.thread_id}"
+
+
+def describe_four(tool_call: Any, state: Any, runtime: Any, extra: str = "!") -> str:
+    return f"DBA approval needed for: {tool_call['args']['query']}{extra}"
+
+
+def test_langchain_description_with_a_default_or_varargs_is_called_the_langchain_way() -> None:
+    out = paused_on({"allowed_decisions": ["approve", "reject"],
+                     "description": describe_with_default})
+    assert out.interrupts[0].value["action_requests"][0]["description"] == \
+        "DBA approval needed for: DROP TABLE users (2 msgs so far)"
+    out = paused_on({"allowed_decisions": ["approve", "reject"],
+                     "description": describe_varargs}, thread_id="prod")
+    assert out.interrupts[0].value["action_requests"][0]["description"] == \
+        "DBA approval needed for: DROP TABLE users on prod"
+    out = paused_on({"allowed_decisions": ["approve"], "description": describe_four})
+    assert out.interrupts[0].value["action_requests"][0]["description"] == \
+        "DBA approval needed for: DROP TABLE users!"
+    assert ran == []
+
+
+def test_two_argument_description_stays_interlocks_form() -> None:
+    def native(call: Any, turn: Any = None) -> str:
+        return f"native {call.name} {call.args['query']}"
+
+    out = paused_on({"allowed_decisions": ["approve"], "description": native})
+    assert out.interrupts[0].value["action_requests"][0]["description"] == \
+        "native execute_sql DROP TABLE users"
