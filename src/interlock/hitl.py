@@ -6,7 +6,7 @@ import fnmatch
 import inspect
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -46,22 +46,46 @@ DescriptionStyle = Literal["interlock", "langchain"]
 
 @dataclass(frozen=True)
 class DescriptionRuntime:
-    """The ``runtime`` a LangChain-style ``description`` or ``when`` callable reads."""
+    """The ``runtime`` a LangChain-style ``description`` or ``when`` callable reads: the
+    thread (``thread_id``, and as LangGraph's ``config["configurable"]["thread_id"]``), the
+    call's ``tool_call_id`` and ``state["messages"]``. interlock has no LangGraph ``context``
+    or ``store``: they are ``None``."""
 
     thread_id: str
     context: Any = None
     store: Any = None
+    tool_call_id: str | None = None
+    messages_view: Callable[[], list[Any]] = field(default=list, repr=False, compare=False)
+    """The conversation as :attr:`state` shows it, made when first read."""
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """LangGraph's ``RunnableConfig``, as far as interlock has one: the thread."""
+        return {"configurable": {"thread_id": self.thread_id}}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"messages": self.messages_view()}
 
 
 class WhenCall(ToolCall):
     """What a ``when`` predicate receives: the :class:`ToolCall` (``call.args``), which also
     reads like LangChain's ``ToolCallRequest`` (``request.tool_call["args"]``,
-    ``request.state["messages"]``, ``request.runtime.thread_id``), so predicates written for
-    either work."""
+    ``request.state["messages"]``, ``request.tool``, ``request.runtime.thread_id``,
+    ``request.runtime.tool_call_id``, ``request.runtime.config["configurable"]["thread_id"]``),
+    so predicates written for either work."""
 
     thread_id: str = Field(default="", exclude=True, repr=False)
     _messages: Callable[[], list[Any]] = PrivateAttr(default=list)
     """The conversation as :attr:`state` shows it, made when first read."""
+    _tool: Any = PrivateAttr(default=None)
+
+    @property
+    def tool(self) -> Any:
+        """The tool the call names: the LangChain ``BaseTool`` for a LangChain tool (as
+        LangChain's ``per_call`` mode passes it), else interlock's :class:`~interlock.Tool`;
+        ``None`` for a name the agent has no tool for."""
+        return getattr(self._tool, "lc_tool", self._tool)
 
     @property
     def tool_call(self) -> dict[str, Any]:
@@ -73,7 +97,8 @@ class WhenCall(ToolCall):
 
     @property
     def runtime(self) -> DescriptionRuntime:
-        return DescriptionRuntime(thread_id=self.thread_id)
+        return DescriptionRuntime(thread_id=self.thread_id, tool_call_id=self.id,
+                                  messages_view=self._messages)
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
@@ -479,6 +504,7 @@ class HumanInTheLoop(Middleware):
                 try:
                     asked = WhenCall(**call.model_dump(), thread_id=turn.thread_id)
                     asked._messages = view
+                    asked._tool = turn.tools.get(call.name)
                     answer = cfg.when(asked)
                     if inspect.isawaitable(answer):  # never awaited: fail closed
                         if inspect.iscoroutine(answer):
@@ -518,7 +544,8 @@ class HumanInTheLoop(Middleware):
                     tool_call = {"name": call.name, "args": dict(call.args), "id": call.id,
                                  "type": "tool_call"}
                     state = {"messages": view()}
-                    runtime = DescriptionRuntime(thread_id=turn.thread_id)
+                    runtime = DescriptionRuntime(thread_id=turn.thread_id,
+                                                 tool_call_id=call.id, messages_view=view)
                     return str(cfg.description(tool_call, state, runtime))
                 return str(cfg.description(call, turn))
             except Exception as exc:

@@ -82,3 +82,41 @@ def test_two_argument_description_stays_interlocks_form() -> None:
     out = paused_on({"allowed_decisions": ["approve"], "description": native})
     assert out.interrupts[0].value["action_requests"][0]["description"] == \
         "native execute_sql DROP TABLE users"
+
+
+# ---------------------------------------------------------------- `when` reads the request
+
+
+def test_when_written_for_langchains_tool_call_request_decides_as_written() -> None:
+    """Predicates reading ``request.runtime.config``, ``request.runtime.tool_call_id`` and
+    ``request.tool`` decide; none of them raises (which would pause every call)."""
+    from langchain_core.tools import BaseTool
+
+    seen: list[Any] = []
+
+    def on_prod(req: Any) -> bool:
+        return bool(req.runtime.config["configurable"]["thread_id"] == "prod")
+
+    def danger_id(req: Any) -> bool:
+        return bool(req.runtime.tool_call_id.startswith("danger"))
+
+    def by_tool(req: Any) -> bool:
+        seen.append(req.tool)
+        return req.tool is not None and req.tool.name == "x"
+
+    def by_runtime_state(req: Any) -> bool:
+        return len(req.runtime.state["messages"]) > 5
+
+    for when in (on_prod, danger_id, by_tool, by_runtime_state):
+        out = paused_on({"allowed_decisions": ["approve", "reject"], "when": when},
+                        thread_id="dev", call_id="c1")
+        assert out.interrupts == (), when.__name__
+        assert ran == ["DROP TABLE users"], when.__name__
+    [tool] = seen
+    assert isinstance(tool, BaseTool) and tool.name == "execute_sql"
+
+    out = paused_on({"allowed_decisions": ["approve"], "when": on_prod}, thread_id="prod")
+    [action] = out.interrupts[0].value["action_requests"]
+    assert action.get("reason") is None and ran == []
+    out = paused_on({"allowed_decisions": ["approve"], "when": danger_id}, call_id="danger-1")
+    assert len(out.interrupts) == 1 and ran == []
