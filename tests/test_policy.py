@@ -121,6 +121,25 @@ def test_async_when_is_refused_and_an_awaitable_answer_fails_closed(
     assert tools.counts == {}
 
 
+def test_when_returning_none_pauses_and_says_why(stores: StoreFactory) -> None:
+    """A predicate that forgets its ``return`` answers ``None``: the call pauses (fail
+    closed) instead of running unreviewed; other falsy answers still let it run."""
+    def forgot_return(c: ToolCall) -> bool:
+        c.args["query"].startswith("DELETE")  # no `return`
+        return None  # type: ignore[return-value]
+
+    policy = HumanInTheLoop(interrupt_on={"execute_sql": InterruptOn(when=forgot_return),
+                                          "write_file": InterruptOn(when=lambda c: 0)})
+    script = [[call("execute_sql", {"query": "DELETE FROM t"}, "q1"),
+               call("write_file", {"path": "a", "content": "b"}, "w1")], "ok"]
+    agent, tools, _ = make_agent(script, stores(), middleware=[policy])
+    paused = agent.invoke("go", thread_id="t")
+    (req,) = paused.interrupts[0].value.action_requests
+    assert req.tool_call_id == "q1"
+    assert req.reason == "the `when` predicate returned None, not a bool"
+    assert tools.counts == {"write_file": 1}
+
+
 def test_false_and_absent_never_pause(stores: StoreFactory) -> None:
     policy = HumanInTheLoop(interrupt_on={"write_file": False})
     script = [[call("write_file", {"path": "a", "content": "b"}, "w1"),

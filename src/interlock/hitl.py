@@ -147,7 +147,8 @@ class InterruptOn:
     ``allowed_decisions``: non-empty subset of approve / edit / reject / respond.
     ``description``: text for the reviewer, or ``(call, turn) -> str``; evaluated once when the
     pause is created. ``when``: ``(call) -> bool``; False lets the call run without pausing; if it
-    raises, the call pauses (fail closed). ``reviewers``: roles allowed to decide.
+    raises or returns ``None`` (a forgotten ``return``), the call pauses (fail closed).
+    ``reviewers``: roles allowed to decide.
     ``expires_after``: a pending call older than this is resolved by ``on_expire``.
     ``approvals``: how many distinct reviewers must approve (four-eyes: 2); one reject
     rejects; an edit restarts the count (:mod:`interlock.quorum`). ``self_approval=False``: the
@@ -510,7 +511,10 @@ class HumanInTheLoop(Middleware):
                         if inspect.iscoroutine(answer):
                             answer.close()
                         raise TypeError("it returned an awaitable, not a bool")
-                    gate = bool(answer)
+                    if answer is None:  # e.g. a forgotten `return`: fail closed
+                        gate, reason = True, "the `when` predicate returned None, not a bool"
+                    else:
+                        gate = bool(answer)
                 except Exception as exc:  # fail closed
                     gate, reason = True, f"the `when` predicate raised {exc!r}"
                 if not gate:
