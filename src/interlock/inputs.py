@@ -16,16 +16,41 @@ from .errors import ConfigurationError, ThreadNotFound
 from .messages import MESSAGE_ADAPTER, Message, UserMessage
 from .text import check_input, check_thread_id, text_problem
 
+_NOT_GIVEN: Any = object()
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Command:
     """LangChain-style input: ``agent.invoke(Command(resume={"decisions": [...]}), thread_id=...)``.
 
     ``resume`` may be ``{"decisions": [...]}``, a list of decisions, a mapping
-    ``{interrupt_id: answer}``, or a plain answer for a pending ``interrupt()``.
+    ``{interrupt_id: answer}``, or a plain answer for a pending ``interrupt()``. LangGraph's
+    ``update=``, ``goto=`` and ``graph=`` are refused with a ``ConfigurationError``: an
+    interlock thread changes only through runs and decisions.
     """
 
     resume: Any
+
+    def __init__(self, resume: Any = _NOT_GIVEN, *, update: Any = None, goto: Any = (),
+                 graph: Any = None) -> None:
+        given = [name for name, used in (
+            ("update", update is not None),
+            ("goto", goto is not None and not (isinstance(goto, tuple | list) and not goto)),
+            ("graph", graph is not None)) if used]
+        if given:
+            raise ConfigurationError(
+                f"Command({', '.join(f'{n}=...' for n in given)}): interlock's Command "
+                f"supports only resume=..., because a thread's state changes only through runs "
+                f"and decisions (LangGraph's update/goto/graph edit or route a graph, which "
+                f"interlock has not). Answer the pending calls with Command(resume=...); to end "
+                f"a paused run without running its calls, use agent.cancel(thread_id) "
+                f"(agent.agent.cancel(thread_id) on create_agent's agent); to send new input, "
+                f"invoke the agent with it once nothing is pending.")
+        if resume is _NOT_GIVEN:
+            raise ConfigurationError(
+                "Command() needs resume=...: the decisions, e.g. "
+                "Command(resume={'decisions': [{'type': 'approve'}]}).")
+        object.__setattr__(self, "resume", resume)
 
 
 def coerce_input(value: Any) -> list[Message]:

@@ -120,3 +120,28 @@ def test_when_written_for_langchains_tool_call_request_decides_as_written() -> N
     assert action.get("reason") is None and ran == []
     out = paused_on({"allowed_decisions": ["approve"], "when": danger_id}, call_id="danger-1")
     assert len(out.interrupts) == 1 and ran == []
+
+
+# ---------------------------------------------------------------- Command and interrupt_on
+
+
+def test_command_with_update_or_goto_says_what_interlock_supports_and_changes_nothing(
+) -> None:
+    import pytest
+
+    from interlock import ConfigurationError
+    from interlock.compat import Command
+
+    out = paused_on({"allowed_decisions": ["approve", "reject"]})
+    assert len(out.interrupts) == 1
+    for kwargs in ({"resume": {"decisions": [{"type": "approve"}]},
+                    "update": {"messages": []}},
+                   {"goto": "__end__"}, {"graph": "__parent__", "resume": 1}):
+        with pytest.raises(ConfigurationError, match=r"supports only resume=\.\.\..*"
+                                                     r"agent\.cancel\(thread_id\)"):
+            Command(**kwargs)
+    with pytest.raises(ConfigurationError, match=r"Command\(\) needs resume="):
+        Command()
+    assert ran == []
+    assert Command(resume=1, goto=()) == Command(resume=1) == Command(1)
+
