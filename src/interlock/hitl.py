@@ -398,7 +398,16 @@ class HumanInTheLoop(Middleware):
                 patterns.append((name, cfg))
             else:
                 exact[name] = cfg
-        self.interrupt_on = dict(interrupt_on)
+        self.interrupt_on: dict[str, InterruptOn | Mapping[str, Any]] = {}
+        """The configuration as LangChain's middleware shows it: ``True`` as
+        ``{"allowed_decisions": ["approve", "edit", "reject", "respond"]}``, ``False`` (and
+        ``None``) left out, dicts and ``InterruptOn`` as given. Only read back: the policy in
+        force is :meth:`config_for`'s."""
+        for name, value in interrupt_on.items():
+            if value is True:
+                self.interrupt_on[name] = {"allowed_decisions": list(DECISION_TYPES)}
+            elif isinstance(value, InterruptOn | Mapping):
+                self.interrupt_on[name] = value
         self._exact = exact
         self._patterns = patterns
         self.policy = {n: c for n, c in exact.items() if c is not None}

@@ -145,3 +145,19 @@ def test_command_with_update_or_goto_says_what_interlock_supports_and_changes_no
     assert ran == []
     assert Command(resume=1, goto=()) == Command(resume=1) == Command(1)
 
+
+def test_interrupt_on_attribute_reads_like_langchains() -> None:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware as LangChainHITL
+
+    sql = {"allowed_decisions": ["approve", "reject"], "description": "SQL"}
+    config: dict[str, Any] = {"write_file": True, "read_file": False, "execute_sql": sql}
+    ours = HumanInTheLoopMiddleware(interrupt_on=config).interrupt_on
+    assert ours == LangChainHITL(interrupt_on=config).interrupt_on
+    assert ours == {"write_file": {"allowed_decisions": ["approve", "edit", "reject",
+                                                         "respond"]},
+                    "execute_sql": sql}
+    # the policy in force is unchanged
+    hitl = HumanInTheLoopMiddleware(interrupt_on=config)
+    assert hitl.config_for("read_file") is None
+    assert list(hitl.config_for("write_file").allowed_decisions) == [  # type: ignore[union-attr]
+        "approve", "edit", "reject", "respond"]
