@@ -167,7 +167,8 @@ def test_a_call_paused_under_an_older_policy_is_decided_under_the_stricter(
         assert r.status == "interrupted"
         assert [a.by for a in _config(new, "t").approved_by] == ["olga"]
         new.resume("t", [{"type": "approve"}], reviewer=FRED)
-    assert RAN == ([] if refusal is not None else [("acme", 1)])
+    ran: list[tuple[str, int]] = [] if refusal is not None else [("acme", 1)]
+    assert ran == RAN
 
 
 def test_decisions_and_remembering_a_newer_policy_forbids_are_refused(tmp_path: Path) -> None:
