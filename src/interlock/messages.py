@@ -112,4 +112,5 @@ def tool_call_ids(messages: Sequence[Message]) -> set[str]:
 
 def message_to_json(message: Message) -> str:
     """The stored form of a message (fields that are None are left out)."""
-    return MESSAGE_ADAPTER.dump_json(message, exclude_none=True).decode()
+    # the adapter's serializer itself (``dump_json`` passes it all its options: same bytes)
+    return MESSAGE_ADAPTER.serializer.to_json(message, exclude_none=True).decode()

@@ -145,4 +145,8 @@ def request_event_id(interrupt_id: str, type: EventType, thread_version: int) ->
 
 def outbox_json(event: OutboxEvent) -> str:
     """How an event is stored (its lease lives in columns of its own)."""
-    return event.model_dump_json(exclude={"lease_owner", "lease_until"}, exclude_defaults=True)
+    return event.__pydantic_serializer__.to_json(
+        event, exclude=_NO_LEASE, exclude_defaults=True).decode()
+
+
+_NO_LEASE = {"lease_owner", "lease_until"}

@@ -459,13 +459,15 @@ def metadata_index(metadata: dict[str, Any] | None) -> str | None:
 def thread_json(thread: ThreadRecord) -> str:
     """How a thread row is stored: fields at their default are left out (reading fills them
     in again)."""
-    return thread.model_dump_json(exclude_defaults=True)
+    # the serializer itself: ``model_dump_json`` passes it its sixteen options, which costs
+    # more than serialising a small row (the same bytes: the rest are at their defaults)
+    return thread.__pydantic_serializer__.to_json(thread, exclude_defaults=True).decode()
 
 
 def journal_json(entry: JournalEntry) -> str:
     """How a journal row is stored: fields at their default (``None``, ``[]``, ``0``) are left
     out; reading fills them in again."""
-    return entry.model_dump_json(exclude_defaults=True)
+    return entry.__pydantic_serializer__.to_json(entry, exclude_defaults=True).decode()
 
 
 def posted_a_message(event_id: str) -> bool:
@@ -481,9 +483,12 @@ def ts_key(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 
+_NO_ID = {"id"}
+
+
 def audit_json(record: AuditRecord) -> str:
     """How an audit row is stored by a backend that keeps ``id`` in a column of its own."""
-    return record.model_dump_json(exclude={"id"})
+    return record.__pydantic_serializer__.to_json(record, exclude=_NO_ID).decode()
 
 
 def audit_rows(change: Commit) -> list[str]:
