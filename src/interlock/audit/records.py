@@ -127,17 +127,55 @@ def signed_row(
     key = key or load_key(create=True)
     assert key is not None
     payload = to_jsonable_python(data or {})
+    global _last_ts
+    last = _last_ts
+    if last[0] is ts:  # the rows of one commit share its time: formatted once
+        ts_text = last[1]
+    else:
+        ts_text = ts.isoformat()
+        _last_ts = (ts, ts_text)
     body: dict[str, Any] = {
-        "thread_id": thread_id, "seq": seq, "ts": ts.isoformat(), "kind": kind,
+        "thread_id": thread_id, "seq": seq, "ts": ts_text, "kind": kind,
         "actor": actor, "tool_call_id": tool_call_id, "data": payload,
         "prev_hash": prev_hash, "key_id": key.key_id,
     }
     text = canonical_json(body)
     h = key.sign(text.encode())
-    record = AuditRecord(thread_id=thread_id, seq=seq, ts=ts, kind=kind, actor=actor,
-                         tool_call_id=tool_call_id, data=payload, prev_hash=prev_hash, hash=h,
-                         key_id=key.key_id)
+    record = _record(thread_id, seq, ts, kind, actor, tool_call_id, payload, prev_hash, h,
+                     key.key_id)
     return record, f'{text[:-1]},"hash":"{h}"}}'
+
+
+_last_ts: tuple[datetime | None, str] = (None, "")
+"""The time :func:`signed_row` formatted last, and its text (held: its id is not reused)."""
+
+_set = object.__setattr__
+_SET_FIELDS = frozenset({"thread_id", "seq", "ts", "kind", "actor", "tool_call_id", "data",
+                         "prev_hash", "hash", "key_id"})
+
+
+def _record(thread_id: str, seq: int, ts: datetime, kind: str, actor: str,
+            tool_call_id: str | None, payload: dict[str, Any], prev_hash: str, h: str,
+            key_id: str) -> AuditRecord:
+    """The :class:`AuditRecord` of a new row. Its values are what validation would keep
+    as they are (exact types, ``payload`` a new JSON dict): it is built without validating
+    them again; any other value goes through validation."""
+    if (type(thread_id) is str and type(seq) is int and type(ts) is datetime
+            and type(kind) is str and type(actor) is str and type(payload) is dict
+            and (tool_call_id is None or type(tool_call_id) is str)
+            and type(prev_hash) is str):
+        record = AuditRecord.__new__(AuditRecord)
+        _set(record, "__dict__", {
+            "thread_id": thread_id, "seq": seq, "ts": ts, "kind": kind, "actor": actor,
+            "tool_call_id": tool_call_id, "data": payload, "prev_hash": prev_hash,
+            "hash": h, "key_id": key_id, "id": None})
+        _set(record, "__pydantic_extra__", None)
+        _set(record, "__pydantic_fields_set__", set(_SET_FIELDS))
+        _set(record, "__pydantic_private__", None)
+        return record
+    return AuditRecord(thread_id=thread_id, seq=seq, ts=ts, kind=kind, actor=actor,
+                       tool_call_id=tool_call_id, data=payload, prev_hash=prev_hash, hash=h,
+                       key_id=key_id)
 
 
 @dataclass(frozen=True)
