@@ -69,9 +69,19 @@ def _target(config: Mapping[str, Any] | None, thread_id: str | None, version: st
 
 
 def _json_interrupt(i: Interrupt) -> Interrupt:
+    """The interrupt as LangGraph code reads it: its value as plain JSON; a request of
+    ``interrupt_mode="per_call"`` as LangChain's ``ToolApprovalRequest`` (``{"type":
+    "tool_approval", "tool_call_id", "name", "args", "description"}``), answered, as there,
+    with one decision keyed by the interrupt's id."""
     value = i.value
     if hasattr(value, "to_json"):
         value = value.to_json()
+    if i.kind == "review" and i.origin == "per_call" and isinstance(value, dict) and len(
+            actions := value.get("action_requests") or []) == 1:
+        action = actions[0]
+        value = {"type": "tool_approval", "tool_call_id": action["tool_call_id"],
+                 "name": action["name"], "args": action["args"],
+                 "description": action.get("description") or ""}
     return i.model_copy(update={"value": value})
 
 

@@ -10,7 +10,7 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool as lc_tool
 
-from interlock.compat import HumanInTheLoopMiddleware, InMemorySaver, create_agent
+from interlock.compat import Command, HumanInTheLoopMiddleware, InMemorySaver, create_agent
 
 
 class ScriptedChat(FakeMessagesListChatModel):
@@ -161,3 +161,60 @@ def test_interrupt_on_attribute_reads_like_langchains() -> None:
     assert hitl.config_for("read_file") is None
     assert list(hitl.config_for("write_file").allowed_decisions) == [  # type: ignore[union-attr]
         "approve", "edit", "reject", "respond"]
+
+
+# ---------------------------------------------------------------- per_call requests
+
+sent: list[str] = []
+
+
+@lc_tool
+def send_email(to: str, body: str) -> str:
+    """Send an e-mail."""
+    sent.append(to)
+    return "sent"
+
+
+@lc_tool
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    ran.append(path)
+    return "deleted"
+
+
+def test_per_call_requests_read_and_answer_as_langchains_tool_approval_requests() -> None:
+    # LangChain 1.5's own per_call example, imports changed
+    ran.clear()
+    sent.clear()
+    model = ScriptedChat(responses=[
+        AIMessage(content="", tool_calls=[
+            {"name": "send_email", "args": {"to": "alice@example.com", "body": "hi"},
+             "id": "e1"},
+            {"name": "delete_file", "args": {"path": "report.txt"}, "id": "d1"}]),
+        AIMessage(content="done")])
+    agent = create_agent(
+        model=model, tools=[send_email, delete_file], checkpointer=InMemorySaver(),
+        middleware=[HumanInTheLoopMiddleware(
+            interrupt_on={"send_email": True,
+                          "delete_file": {"allowed_decisions": ["approve", "reject"]}},
+            interrupt_mode="per_call")])
+    config = {"configurable": {"thread_id": "2"}}
+    result = agent.invoke(
+        {"messages": [{"role": "user", "content": "Email Alice, then delete the report."}]},
+        config, version="v2")
+    assert [i.value["type"] for i in result.interrupts] == ["tool_approval"] * 2
+    assert [(i.value["tool_call_id"], i.value["name"], i.value["args"])
+            for i in result.interrupts] == [
+        ("e1", "send_email", {"to": "alice@example.com", "body": "hi"}),
+        ("d1", "delete_file", {"path": "report.txt"})]
+    assert all(isinstance(i.value["description"], str) and i.value["description"]
+               for i in result.interrupts)
+    answers = {}
+    for interrupt in result.interrupts:
+        if interrupt.value["name"] == "delete_file":
+            answers[interrupt.id] = {"type": "reject", "message": "Keep the report."}
+        else:
+            answers[interrupt.id] = {"type": "approve"}
+    out = agent.invoke(Command(resume=answers), config, version="v2")
+    assert out.interrupts == ()
+    assert sent == ["alice@example.com"] and ran == []
