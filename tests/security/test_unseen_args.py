@@ -81,6 +81,12 @@ def read_sql(sql: str) -> str:
     return _ran("read_sql", sql)
 
 
+@tool
+def tag_sql(sql: str, comment: str = "") -> str:
+    """Run a SQL statement with a comment for the change log (edits allowed)."""
+    return _ran("tag_sql", f"{sql} [{comment}]")
+
+
 def proposal(name: str, sql: str) -> str:
     """The user message that makes the model propose ``name(sql=sql)``."""
     return json.dumps({"name": name, "args": {"sql": sql}})
@@ -95,9 +101,11 @@ def _script(messages: list[Any]) -> Any:
 
 def make_agent(store: Checkpointer) -> Agent:
     policy = InterruptOn(allowed_decisions=["approve", "reject"], reviewers=["dba"])
-    return Agent(model=ScriptedModel(_script), tools=[run_sql, read_sql],
-                 middleware=[HumanInTheLoop(interrupt_on={"run_sql": policy,
-                                                          "read_sql": policy})],
+    return Agent(model=ScriptedModel(_script), tools=[run_sql, read_sql, tag_sql],
+                 middleware=[HumanInTheLoop(interrupt_on={
+                     "run_sql": policy, "read_sql": policy,
+                     "tag_sql": InterruptOn(allowed_decisions=["approve", "edit", "reject"],
+                                            reviewers=["dba"])})],
                  checkpointer=store)
 
 
@@ -439,3 +447,42 @@ def test_approving_several_shows_hidden_arguments_of_checked_rows_first(
         time.sleep(0.05)
     assert sorted(executions()) == sorted([f"run_sql {SHORT} -- b0", f"run_sql {LONG}",
                                            f"run_sql {SHORT} -- b2"])
+
+
+@pytest.mark.browser
+def test_an_edit_that_leaves_hidden_arguments_unchanged_shows_them_first(
+        browser: Browser, served_agent: Agent) -> None:
+    """An edit runs what it leaves unchanged too: editing only the comment of a call whose
+    sql is clipped shows the sql whole and sends nothing; sending again runs the edit."""
+    agent = served_agent
+    with inbox(browser, agent, ("edit", "tag_sql", LONG)) as (page, url, sent):
+        page.goto(f"{url}/#/t/edit")
+        card = page.locator('.card[data-tool="tag_sql"]')
+        expect(clipped(card)).to_have_count(1)
+        card.get_by_role("button", name="Edit…").click()
+        card.locator('.field[data-arg="comment"] input, .field[data-arg="comment"] textarea'
+                     ).first.fill("ticket 123")
+        submit = card.get_by_role("button", name="Run with these arguments")
+        submit.click()
+        page.wait_for_timeout(300)
+        assert not card.locator(".confirm").is_visible(), (
+            "asked to confirm an edit that runs arguments partly hidden")
+        expect(card.get_by_text("Part of the arguments was hidden")).to_be_visible()
+        expect(clipped(card)).to_have_count(0)
+        expect(card.locator(".argv")).to_contain_text(TAIL)
+        assert sent == [] and executions() == []
+        submit.click()
+        card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+        completes(agent, "edit")
+        assert sent == ["edit/decisions"]
+    assert executions() == [f"tag_sql {LONG} [ticket 123]"]
+
+
+def test_backticks_in_arguments_never_end_slacks_code_block() -> None:
+    from interlock.notify.slack import _args_code
+
+    for ticks in range(3, 9):
+        text, whole = _args_code({"sql": "DELETE FROM " + "`" * ticks + "x WHERE _id_ = *7*"})
+        assert whole
+        inner = text[3:-3]
+        assert text.startswith("```") and text.endswith("```") and "``" not in inner

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 from ..errors import MissingDependency
@@ -57,8 +58,8 @@ def _mrkdwn(text: str) -> str:
 
 def _code(text: str) -> str:
     # a code block shows text as it is, but Slack reads &, < and > there too; a ``` in the
-    # value would end the block
-    return "```" + _mrkdwn(text).replace("```", "`\u200b``") + "```"
+    # value would end the block (so no two backticks stay side by side)
+    return "```" + re.sub("`(?=`)", "`\u200b", _mrkdwn(text)) + "```"
 
 
 # Slack's Block Kit limits: a message over any of them is refused (``invalid_blocks``), and a

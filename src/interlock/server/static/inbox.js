@@ -714,6 +714,14 @@ function reviewCard(t, intr, action, config, tool) {
       submit.addEventListener("click", () => {
         const r = editor.read();
         if (!r.ok) return;
+        // what the edit leaves unchanged runs too: it is shown whole before anything is sent
+        if (partHidden(argsEl)) {
+          showAll(argsEl);
+          showText(perr, "Part of the arguments was hidden. They are shown in full now: read "
+            + "them, then send the edit again.");
+          return;
+        }
+        perr.textContent = "";
         askedFor = JSON.stringify(r.value);
         decideOrConfirm(["Run ", toolName(), " with the edited arguments shown above?"],
           { type: "edit", edited_action: { name: action.name, args: r.value } }, perr, true);
