@@ -359,8 +359,11 @@ def remembered_applies(rule: RememberedApproval, rules: ReviewRules,
         return False
     if not rules.self_approval and same_reviewer(rule.created_by, started_by):
         return False
-    return rules.reviewers is None or rule.roles is None or bool(
-        set(rule.roles) & set(rules.reviewers))
+    if rules.reviewers is None:
+        return True
+    if rule.roles is None:
+        return rule.app is True
+    return bool(set(rule.roles) & set(rules.reviewers))
 
 
 def remember_applies(starter: Reviewer | None, facts: ThreadFacts) -> bool:

@@ -193,6 +193,10 @@ class ModelTurn:
     started_by: str | None = None
     """Who started the run (a remembered approval its creator may not give under
     ``self_approval=False`` does not apply: :func:`interlock.authz.remembered_applies`)."""
+    editing: bool = False
+    """True when the hooks judge a reviewer's edit: the turn holds only the edited call, as if
+    the model had proposed it, and nothing the hooks mark happens unless the edit is stored.
+    A hook that counts calls or has other side effects should skip them here."""
 
     @property
     def calls(self) -> list[ToolCall]:

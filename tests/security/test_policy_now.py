@@ -15,6 +15,7 @@ run, whichever process decides and whenever.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -35,6 +36,7 @@ from interlock import (
     Reviewer,
     ScriptedModel,
     SqliteCheckpointer,
+    interrupt,
     tool,
 )
 
@@ -256,10 +258,11 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow
-def test_the_outcome_unknown_question_keeps_the_tools_roles_and_quorum(tmp_path: Path) -> None:
+def _crash_then(tmp_path: Path, agent_source: str, check: str) -> dict[str, Any]:
+    """Run ``agent_source`` as a child process until its tool starts, kill it, then run
+    ``check`` (which sees ``make()`` and prints one JSON line) in a new process."""
     script = tmp_path / "agent_child.py"
-    script.write_text(CHILD)
+    script.write_text(agent_source)
     db, mark = tmp_path / "u.db", tmp_path / "mark"
     child = subprocess.Popen([sys.executable, str(script), str(db), str(mark), "child"])
     try:
@@ -270,31 +273,167 @@ def test_the_outcome_unknown_question_keeps_the_tools_roles_and_quorum(tmp_path:
     finally:
         child.kill()
         child.wait()
-    check = textwrap.dedent(f"""
-        import json, sys
-        sys.argv = [sys.argv[0], {str(db)!r}, {str(mark)!r}, "parent"]
-        exec(open({str(script)!r}).read())
-        from interlock import NotAuthorized, Reviewer
-        a = make()
-        a.recover("u")
-        cfg = a.get_thread("u").interrupts[0].value.review_configs[0]
-        out = {{"reviewers": cfg.reviewers, "approvals": cfg.approvals}}
-        try:
-            a.resume("u", [{{"type": "approve"}}], reviewer=Reviewer("eve", frozenset({{"intern"}})))
-            out["intern"] = "ran"
-        except NotAuthorized:
-            out["intern"] = "refused"
-        r = a.resume("u", [{{"type": "approve"}}], reviewer=Reviewer("dan", frozenset({{"dba"}})))
-        out["after_one"] = r.status
-        r = a.resume("u", [{{"type": "approve"}}], reviewer=Reviewer("dora", frozenset({{"dba"}})))
-        out["after_two"] = r.status
-        print(json.dumps(out))
-    """)
-    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+    source = (f"import sys\nsys.argv = [sys.argv[0], {str(db)!r}, {str(mark)!r}, 'parent']\n"
+              f"exec(open({str(script)!r}).read())\n" + textwrap.dedent(check))
+    out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
+    seen: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return seen
+
+
+ASK_AGAIN = """
     import json
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
-    assert seen == {"reviewers": ["dba"], "approvals": 2, "intern": "refused",
+    from interlock import NotAuthorized, Reviewer
+    a = make()
+    a.recover("u")
+    cfg = a.get_thread("u").interrupts[0].value.review_configs[0]
+    out = {"reviewers": cfg.reviewers, "approvals": cfg.approvals}
+    try:
+        a.resume("u", [{"type": "approve"}], reviewer=Reviewer("eve", frozenset({WRONG})))
+        out["wrong_role"] = "ran"
+    except NotAuthorized:
+        out["wrong_role"] = "refused"
+    r = a.resume("u", [{"type": "approve"}], reviewer=Reviewer("dan", frozenset({RIGHT})))
+    out["after_one"] = r.status
+    r = a.resume("u", [{"type": "approve"}], reviewer=Reviewer("dora", frozenset({RIGHT})))
+    out["after_two"] = r.status
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_the_outcome_unknown_question_keeps_the_tools_roles_and_quorum(tmp_path: Path) -> None:
+    seen = _crash_then(tmp_path, CHILD, ASK_AGAIN.replace("WRONG", "'intern'").replace(
+        "RIGHT", "'dba'"))
+    assert seen == {"reviewers": ["dba"], "approvals": 2, "wrong_role": "refused",
                     "after_one": "interrupted", "after_two": "completed"}
     assert (tmp_path / "mark.ran").read_text() == "DELETE FROM t\n"
+
+
+EDITED_CHILD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from interlock import (Agent, HumanInTheLoop, InterruptOn, Middleware, ModelTurn, Reviewer,
+                           ScriptedModel, SqliteCheckpointer, tool)
+
+    DB, MARK = Path(sys.argv[1]), Path(sys.argv[2])
+
+    @tool
+    def lookup(account: str) -> str:
+        \"\"\"Look an account up.\"\"\"
+        return "ok"
+
+    @tool
+    def transfer(account: str, amount: int) -> str:
+        \"\"\"Transfer money.\"\"\"
+        if sys.argv[3] == "child":
+            MARK.write_text("started")
+            time.sleep(60)
+        with open(str(MARK) + ".ran", "a") as f:
+            f.write(f"{account} {amount}\\n")
+        return "sent"
+
+    class TransferPolicy(Middleware):
+        def after_model(self, turn: ModelTurn) -> None:
+            for call in turn.calls:
+                if call.name == "transfer":
+                    turn.review(call, description="transfer", reviewers=["finance"],
+                                approvals=2, allowed_decisions=["approve", "reject"])
+
+    def make():
+        return Agent(model=ScriptedModel([{"name": "lookup", "args": {"account": "acme"},
+                                           "id": "c1"}, "done"]),
+                     tools=[lookup, transfer],
+                     middleware=[HumanInTheLoop(interrupt_on={
+                         "lookup": InterruptOn(reviewers=["ops"])}), TransferPolicy()],
+                     checkpointer=SqliteCheckpointer(DB))
+
+    if sys.argv[3] == "child":
+        a = make()
+        a.invoke("go", thread_id="u")
+        a.resume("u", [{"type": "edit", "revision": 1, "edited_action": {
+            "name": "transfer", "args": {"account": "offshore", "amount": 900000}}}],
+            reviewer=Reviewer("olga", frozenset({"ops"})))
+        for who in ("fred", "fiona"):
+            a.resume("u", [{"type": "approve", "revision": 2}],
+                     reviewer=Reviewer(who, frozenset({"finance"})))
+""")
+
+
+@pytest.mark.slow
+def test_the_outcome_unknown_question_after_an_edit_keeps_the_rules_of_what_ran(
+        tmp_path: Path) -> None:
+    # an ops reviewer edited a lookup into a transfer that needs two finance approvals; the
+    # process died while the transfer ran: running it again needs the same
+    seen = _crash_then(tmp_path, EDITED_CHILD, ASK_AGAIN.replace("WRONG", "'ops'").replace(
+        "RIGHT", "'finance'"))
+    assert seen == {"reviewers": ["finance"], "approvals": 2, "wrong_role": "refused",
+                    "after_one": "interrupted", "after_two": "completed"}
+    assert (tmp_path / "mark.ran").read_text() == "offshore 900000\n"
+
+
+class BudgetGuard(Middleware):
+    """Asks the budget owner (``interrupt()``) about transfers over 10,000."""
+
+    def after_model(self, turn: ModelTurn) -> None:
+        for call in turn.calls:
+            big = call.name == "transfer" and call.args.get("amount", 0) > 10000
+            if big and interrupt({"question": f"Budget owner: allow {call.args['amount']}?"}
+                                 ) != "yes":
+                turn.reject(call, "the budget owner said no")
+
+
+def test_an_edit_into_a_call_the_policy_would_ask_about_is_refused(tmp_path: Path) -> None:
+    agent = Agent(model=_model(500), tools=[transfer],
+                  middleware=[BudgetGuard(), HumanInTheLoop(interrupt_on={
+                      "transfer": InterruptOn(reviewers=["ops"])})],
+                  checkpointer=SqliteCheckpointer(tmp_path / "a.db"))
+    agent.invoke("pay", thread_id="t")
+    version = agent.get_thread("t").version
+    with pytest.raises(InvalidDecision, match="asks a question about transfer"):
+        agent.resume("t", _edit("acme", 900000), reviewer=OLGA)
+    assert agent.get_thread("t").version == version and RAN == []
+    agent.resume("t", _edit("acme", 700), reviewer=OLGA)  # under the budget: as before
+    assert RAN == [("acme", 700)]
+
+
+def test_an_older_process_never_gives_a_waiting_call_to_its_own_roles(tmp_path: Path) -> None:
+    # the newer worker stored the call for dba; a process on the older policy (ops) decides
+    new = _hitl_agent(tmp_path / "a.db", InterruptOn(reviewers=["dba"]))
+    new.invoke("pay", thread_id="t")
+    old = _hitl_agent(tmp_path / "a.db", InterruptOn(reviewers=["ops"]))
+    with pytest.raises(NotAuthorized, match="dba"):
+        old.resume("t", [{"type": "approve"}], reviewer=OLGA)
+    assert RAN == []
+    old.resume("t", [{"type": "approve"}], reviewer=Reviewer("dan", frozenset({"dba"})))
+    assert RAN == [("acme", 1)]
+
+
+class Counting(Middleware):
+    """Counts the calls the model proposes (not the edits reviewers make)."""
+
+    seen = 0
+
+    def after_model(self, turn: ModelTurn) -> None:
+        if not turn.editing:
+            Counting.seen += len(turn.calls)
+
+
+def test_hooks_are_told_when_they_judge_an_edit(tmp_path: Path) -> None:
+    Counting.seen = 0
+    agent = Agent(model=_model(5), tools=[transfer],
+                  middleware=[Counting(), AmountPolicy()],
+                  checkpointer=SqliteCheckpointer(tmp_path / "a.db"))
+    agent.invoke("pay", thread_id="t")
+    r = agent.resume("t", _edit("acme", 6), reviewer=OLGA)  # the editor counts: it runs
+    assert r.status == "completed" and Counting.seen == 1 and RAN == [("acme", 6)]
+
+
+def test_a_remembered_approval_made_by_the_application_applies_to_a_role_gated_tool(
+        tmp_path: Path) -> None:
+    agent = _hitl_agent(tmp_path / "a.db", InterruptOn(reviewers=["ops"]), calls=2)
+    agent.invoke("pay", thread_id="t")
+    agent.resume("t", [{"type": "approve", "remember": "thread"}])  # no reviewer: the app
+    r = agent.invoke("again", thread_id="t")
+    assert r.status == "completed" and RAN == [("acme", 1), ("acme", 2)]

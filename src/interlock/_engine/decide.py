@@ -34,7 +34,7 @@ from ..errors import (
 )
 from ..interrupts import Interrupt
 from ..messages import ToolCall, ToolMessage
-from ..review_request import request_value, shown_digest
+from ..review_request import ReviewConfig, request_value, shown_digest
 from ..storage.base import (
     FINAL_STATES,
     RESOLVED_KEPT,
@@ -291,7 +291,8 @@ async def _apply_decisions(
             continue
         done.add(cid)
         e = txn.snapshot.journal[cid]
-        journal.append(_decided_entry(e, r, spec.actor, now))
+        journal.append(_decided_entry(e, r, spec.actor, now,
+                                      (revised or r.call).config))
         d = r.decision
         # what was proposed and, for approve and edit, the exact call that will run: the
         # signed row proves what was decided, and verify checks the journal against it
@@ -313,7 +314,8 @@ async def _apply_decisions(
         ):
             remembered.append(RememberedApproval(
                 tool_name=shown_tool, created_at=now, created_by=spec.actor, tool_call_id=cid,
-                roles=sorted(spec.reviewer.roles) if spec.reviewer is not None else None))
+                roles=sorted(spec.reviewer.roles) if spec.reviewer is not None else None,
+                app=True if spec.reviewer is None else None))
             audit.append(AuditItem(AuditKind.RULE_CREATED, spec.actor, cid,
                                    {"tool_name": shown_tool, "scope": "thread"}))
     left = [counted.get(c.request.tool_call_id, c) for c in calls
@@ -355,13 +357,22 @@ def _approval_row(iid: str, r: ResolvedDecision, counted: PendingCall,
 
 
 def _decided_entry(e: JournalEntry, r: ResolvedDecision, actor: str, now: datetime,
-                   ) -> JournalEntry:
+                   rules: ReviewConfig) -> JournalEntry:
+    """The journal entry of a call ``r`` settles; ``rules``: those of the revision decided
+    (kept with the call where they differ from its first review's, so an "outcome unknown"
+    question after a crash is decided under the rules of the approval that ran it)."""
     d = r.decision
     base: EntryChanges = {
         "decision": DecisionRecord.model_validate(
             d.model_dump(mode="json", exclude_none=True, exclude={"revision"})),
         "decided_by": actor, "updated_at": now,
     }
+    if e.review is not None and isinstance(d, Approve | Edit) and (
+            e.review.reviewers, e.review.approvals, e.review.self_approval) != (
+            rules.reviewers, rules.approvals, rules.self_approval):
+        base["review"] = e.review.model_copy(update={
+            "reviewers": rules.reviewers, "approvals": rules.approvals,
+            "self_approval": rules.self_approval})
     # what runs is stored only where it differs from what the model proposed
     same_args = r.exec_args is None or same_json(r.exec_args, e.args)
     run: EntryChanges = {"exec_name": r.exec_name if r.exec_name != e.name else None,

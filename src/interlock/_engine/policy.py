@@ -59,7 +59,7 @@ async def classify_call(deps: RunDeps, call: ToolCall, thread_id: str,
     a call judged here is one a person decides)."""
     message = AssistantMessage(content="", tool_calls=[call])
     turn = ModelTurn(thread_id=thread_id, message=message, messages=[*messages, message],
-                     tools=deps.tools_by_name)
+                     tools=deps.tools_by_name, editing=True)
     for mw in deps.middleware:
         if mw.after_model is None:
             continue
@@ -80,9 +80,10 @@ async def classify_call(deps: RunDeps, call: ToolCall, thread_id: str,
 
 def tightened(config: ReviewConfig, rules: ReviewMark | ReviewConfig | InterruptOn, *,
               decisions: bool = True) -> ReviewConfig:
-    """``config`` made at least as strict as ``rules``: only decisions both allow (a
-    ``reject`` at least, so someone can always settle the call), the roles both name (the
-    newer ones where they share none: a role renamed), the larger number of approvals, no
+    """``config`` made at least as strict as ``rules``: only decisions both allow (``reject``
+    where they share none, so someone can always settle the call), the roles both name
+    (``config``'s where they share none: which side is newer is not known, and the stored
+    rules were in force when the call paused), the larger number of approvals, no
     self-approval if either forbids it, no remembering if either forbids it.
     ``decisions=False``: the allowed decisions stay ``config``'s (an "outcome unknown"
     question offers its own)."""
@@ -96,7 +97,7 @@ def tightened(config: ReviewConfig, rules: ReviewMark | ReviewConfig | Interrupt
     if roles is None:
         roles = theirs
     elif theirs is not None:
-        roles = [r for r in roles if r in theirs] or theirs
+        roles = [r for r in roles if r in theirs] or roles
     need = max(config.approvals_required, rules.approvals_required
                if isinstance(rules, ReviewConfig) else rules.approvals)
     self_ok = config.self_approval is not False and rules.self_approval is not False

@@ -84,13 +84,18 @@ def revise(call: PendingCall, r: ResolvedDecision, actor: str, reviewer: Reviewe
     the new revision's escalation is counted from the edit)."""
     assert r.exec_name is not None and r.exec_args is not None
     name, args = r.exec_name, r.exec_args
+    if not verdict.known:
+        raise InvalidDecision(
+            thread_id, f"the edit of call {call.request.tool_call_id!r} is refused: the "
+            f"agent's policy asks a question about {name} with these arguments, or fails on "
+            f"it, so no edit can make that call (an edit is judged as if the model had "
+            f"proposed it). Edit it otherwise, or reject the call.")
     if verdict.rejection is not None:
         raise InvalidDecision(
             thread_id, f"the edit of call {call.request.tool_call_id!r} is refused: the "
             f"agent's policy rejects {name} with these arguments outright "
             f"({verdict.rejection!r}). Edit it otherwise, or reject the call.")
-    rules: ReviewRules = verdict.review or (
-        ALL_DECISIONS if verdict.known else deps.policy_for(name) or ALL_DECISIONS)
+    rules: ReviewRules = verdict.review or ALL_DECISIONS
     config: ReviewConfig = review_config(
         name, rules, now=now, args_schema=deps.schema(name),
         requested_by=call.config.requested_by, revision=call.config.revision + 1,

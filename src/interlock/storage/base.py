@@ -103,9 +103,12 @@ class RememberedApproval(BaseModel):
     tool_call_id: str
     """The decision that created the rule."""
     roles: list[str] | None = omitted_when_none()
-    """The roles its creator held (``None``: created through the library without a
-    reviewer). A rule applies only while its creator could approve the call under the tool's
-    policy then (:func:`interlock.authz.remembered_applies`)."""
+    """The roles its creator held. A rule applies only while its creator could approve the
+    call alone under the tool's policy then (:func:`interlock.authz.remembered_applies`)."""
+    app: bool | None = omitted_when_none()
+    """True: created by the application itself, through the library without a reviewer (no
+    roles to check). A rule with neither ``roles`` nor ``app`` (stored by an earlier version)
+    does not apply to a tool whose policy names reviewers."""
 
 
 class _Record(BaseModel):
