@@ -32,6 +32,7 @@ from .hitl import HumanInTheLoop
 from .interrupts import Interrupt
 from .messages import Message
 from .result import RunResult
+from .review_request import read_request
 from .storage.base import Checkpointer
 from .storage.memory import MemoryCheckpointer
 
@@ -73,15 +74,15 @@ def _json_interrupt(i: Interrupt) -> Interrupt:
     ``interrupt_mode="per_call"`` as LangChain's ``ToolApprovalRequest`` (``{"type":
     "tool_approval", "tool_call_id", "name", "args", "description"}``), answered, as there,
     with one decision keyed by the interrupt's id."""
+    if i.kind == "review" and i.origin == "per_call" and len(
+            calls := read_request(i.value).calls()) == 1:
+        action = calls[0].request
+        return i.model_copy(update={"value": {
+            "type": "tool_approval", "tool_call_id": action.tool_call_id, "name": action.name,
+            "args": action.args, "description": action.description or ""}})
     value = i.value
     if hasattr(value, "to_json"):
         value = value.to_json()
-    if i.kind == "review" and i.origin == "per_call" and isinstance(value, dict) and len(
-            actions := value.get("action_requests") or []) == 1:
-        action = actions[0]
-        value = {"type": "tool_approval", "tool_call_id": action["tool_call_id"],
-                 "name": action["name"], "args": action["args"],
-                 "description": action.get("description") or ""}
     return i.model_copy(update={"value": value})
 
 
