@@ -48,7 +48,7 @@ rejected call run.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -178,6 +178,32 @@ def _rank(mark: Mark | None) -> int:
     return 0
 
 
+def _stricter(first: ReviewMark, second: ReviewMark) -> ReviewMark:
+    """Two hooks' reviews of one call as one, every rule of both holding: the decisions both
+    allow (the first's where they share none), the roles both name (the first's where they
+    share none), the larger quorum, no self-approval or remembering if either forbids it, the
+    earlier deadline, a request of its own if either asks for one. The first hook's
+    description, reason and escalation stand, or the second's where the first has none."""
+    allowed = tuple(d for d in first.allowed_decisions if d in second.allowed_decisions)
+    roles = first.reviewers
+    if roles is None:
+        roles = second.reviewers
+    elif second.reviewers is not None:
+        roles = tuple(r for r in roles if r in second.reviewers) or roles
+    deadlines = [d for d in (first.expires_after, second.expires_after) if d is not None]
+    return replace(
+        first, allowed_decisions=allowed or first.allowed_decisions, reviewers=roles,
+        approvals=max(first.approvals, second.approvals),
+        self_approval=first.self_approval and second.self_approval,
+        allow_remember=first.allow_remember and second.allow_remember,
+        expires_after=min(deadlines) if deadlines else None,
+        per_call=first.per_call or second.per_call,
+        reason=first.reason if first.reason is not None else second.reason,
+        escalate_to=first.escalate_to if first.escalate_to is not None else second.escalate_to,
+        escalate_after=first.escalate_after if first.escalate_to is not None
+        else second.escalate_after)
+
+
 @dataclass(kw_only=True)
 class ModelTurn:
     """What an ``after_model`` hook sees: the assistant message and its tool calls."""
@@ -206,7 +232,10 @@ class ModelTurn:
         cid = call if isinstance(call, str) else call.id
         if cid not in {c.id for c in self.message.tool_calls}:
             raise ValueError(f"Tool call {cid!r} is not part of this model turn.")
-        if _rank(mark) > _rank(self.marks.get(cid)):
+        existing = self.marks.get(cid)
+        if isinstance(existing, ReviewMark) and isinstance(mark, ReviewMark):
+            self.marks[cid] = _stricter(existing, mark)
+        elif _rank(mark) > _rank(existing):
             self.marks[cid] = mark
 
     def review(

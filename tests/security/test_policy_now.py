@@ -15,11 +15,13 @@ run, whichever process decides and whenever.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import textwrap
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ import pytest
 
 from interlock import (
     Agent,
+    Checkpointer,
     HumanInTheLoop,
     InterruptOn,
     InvalidDecision,
@@ -140,14 +143,14 @@ def test_an_edit_into_a_call_the_policy_rejects_is_refused_and_changes_nothing(
 
 # -- a policy changed between the pause and the decision -----------------------------------
 
-def _hitl_agent(db: Path, policy: InterruptOn, started_by: Reviewer | None = None,
-                calls: int = 1) -> Agent:
+def _hitl_agent(db: Path | Checkpointer, policy: InterruptOn,
+                started_by: Reviewer | None = None, calls: int = 1) -> Agent:
     script: list[Any] = []
     for i in range(calls):
         script += [{"name": "transfer", "args": {"account": "acme", "amount": i + 1}}, "done"]
     return Agent(model=ScriptedModel(script), tools=[transfer],
                  middleware=[HumanInTheLoop(interrupt_on={"transfer": policy})],
-                 checkpointer=SqliteCheckpointer(db))
+                 checkpointer=SqliteCheckpointer(db) if isinstance(db, Path) else db)
 
 
 @pytest.mark.parametrize("stricter, refusal", [
@@ -437,3 +440,75 @@ def test_a_remembered_approval_made_by_the_application_applies_to_a_role_gated_t
     agent.resume("t", [{"type": "approve", "remember": "thread"}])  # no reviewer: the app
     r = agent.invoke("again", thread_id="t")
     assert r.status == "completed" and RAN == [("acme", 1), ("acme", 2)]
+
+
+# -- the process that runs the call judges it too -------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("newer", [
+    InterruptOn(approvals=2), InterruptOn(reviewers=["finance"]),
+    InterruptOn(self_approval=False)])
+def test_a_worker_on_a_stricter_policy_asks_again_instead_of_running(
+        tmp_path: Path, newer: InterruptOn) -> None:
+    """The API process (older policy: one approval by anyone) stores ops's approval with the
+    run queued; the worker (newer, stricter policy) does not run the call on it: it asks
+    again under the stricter rules, and runs the call once those are met."""
+    from conftest import StoreFactory, require_postgres
+    from interlock.worker import Worker
+
+    require_postgres()
+    pg = StoreFactory("postgres", tmp_path)
+    try:
+        api = _hitl_agent(pg(), InterruptOn())
+        runner = _hitl_agent(pg(), newer)
+        worker = Worker(runner)
+
+        async def main() -> None:
+            # paused under the older policy (before the worker was redeployed)
+            paused = await api.ainvoke("pay", thread_id="w", reviewer=OLGA)
+            await api.aresume("w", [{"type": "approve"}], reviewer=OLGA,
+                              interrupt_id=paused.interrupts[0].id, handoff=True)
+            assert await worker.run_once() == 1
+            again = await api.aget_thread("w")
+            assert again.status == "interrupted" and RAN == []
+            request = again.interrupts[0].value
+            assert request.action_requests[0].reason == "policy_changed"
+            cfg = request.review_configs[0]
+            assert (cfg.approvals or 1, cfg.reviewers, cfg.self_approval) == (
+                newer.approvals, list(newer.reviewers) if newer.reviewers else None,
+                None if newer.self_approval else False)
+            # decided under the stricter rules (by the older API process): then it runs
+            deciders = [FRED, FIONA][:newer.approvals]
+            for who in deciders:
+                fresh = await api.aget_thread("w")
+                await api.aresume("w", [{"type": "approve"}], reviewer=who,
+                                  interrupt_id=fresh.interrupts[0].id, handoff=True)
+                await worker.run_once()
+            done = await api.aget_thread("w")
+            assert done.status == "completed" and RAN == [("acme", 1)]
+
+        asyncio.run(main())
+    finally:
+        pg.cleanup()
+
+
+@pytest.mark.parametrize("hitl_first", [True, False])
+def test_two_hooks_reviews_of_one_call_hold_together_in_any_order(
+        tmp_path: Path, hitl_first: bool) -> None:
+    hitl = HumanInTheLoop(interrupt_on={"transfer": InterruptOn(
+        allowed_decisions=["approve", "reject"], expires_after=timedelta(hours=1))})
+    middleware = [hitl, AmountPolicy()] if hitl_first else [AmountPolicy(), hitl]
+    agent = Agent(model=_model(5000), tools=[transfer], middleware=middleware,
+                  checkpointer=SqliteCheckpointer(tmp_path / "a.db"))
+    agent.invoke("pay", thread_id="t")
+    cfg = _config(agent, "t")
+    assert (cfg.reviewers, cfg.approvals, cfg.allowed_decisions) == (
+        ["finance"], 2, ["approve", "reject"])
+    assert cfg.expires_at is not None
+    with pytest.raises(NotAuthorized):
+        agent.resume("t", [{"type": "approve"}], reviewer=OLGA)
+    agent.resume("t", [{"type": "approve"}], reviewer=FRED)
+    assert RAN == []
+    agent.resume("t", [{"type": "approve"}], reviewer=FIONA)
+    assert RAN == [("acme", 5000)]

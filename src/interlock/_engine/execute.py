@@ -24,6 +24,7 @@ from ..authz import starter_of
 from ..decisions import PendingCall
 from ..errors import InterlockError, StorageError
 from ..events import ToolFinished, ToolStarted
+from ..hitl import InterruptOn
 from ..interrupts import Interrupt, PauseRun, enter_scope, exit_scope
 from ..leases import local_run
 from ..messages import AssistantMessage, ToolMessage
@@ -116,6 +117,85 @@ async def handle_unknown(txn: ThreadTxn, deps: RunDeps, message: AssistantMessag
         ))
     txn.stage(journal=entries, audit=audit)
     raise_review(txn, ask, reason="outcome_unknown")
+    await txn.flush()
+
+
+def _rules_now(e: JournalEntry, policy: InterruptOn) -> tuple[str, ReviewConfig] | None:
+    """What ``policy`` (the tool's, in this process) asks beyond the rules the decision of
+    ``e`` was judged under, and the rules to ask again under; ``None``: nothing more. Roles
+    are judged as :func:`.policy.tightened` judges them (where the two name none in common,
+    the rules the decision was judged under stand), counting the escalation roles."""
+    judged = e.review
+    assert judged is not None
+    call = e.effective
+    roles = judged.reviewers
+    why: list[str] = []
+    if policy.reviewers is not None:
+        allowed = {*policy.reviewers, *(policy.escalate_to or ())}
+        shared = [r for r in roles or () if r in allowed]
+        if roles is None or (shared and set(shared) != set(roles)):
+            roles = shared or list(policy.reviewers)
+            why.append(f"it needs one of the roles {', '.join(roles)}")
+    need = max(policy.approvals, judged.approvals or 1)
+    if need > (judged.approvals or 1):
+        why.append(f"it needs {need} approvals")
+    self_ok = policy.self_approval and judged.self_approval is not False
+    if not self_ok and judged.self_approval is not False:
+        why.append("whoever started the run may not approve it")
+    if "approve" not in policy.allowed_decisions:
+        why.append("it may no longer be approved")
+    if not why:
+        return None
+    return "; ".join(why), ReviewConfig(
+        action_name=call.name, allowed_decisions=list(policy.allowed_decisions), reviewers=roles,
+        approvals=need if need > 1 else None, self_approval=None if self_ok else False,
+        allow_remember=policy.allow_remember)
+
+
+async def ask_again_if_stricter(txn: ThreadTxn, deps: RunDeps,
+                                message: AssistantMessage) -> None:
+    """Approved calls whose tool's policy in this process asks more than the rules they were
+    approved under (a worker on a newer policy than the API process that took the decision,
+    or a redeploy between the decision and the run): asked again under the stricter rules,
+    from no approvals, instead of run."""
+    ask: list[PendingCall] = []
+    entries: list[JournalEntry] = []
+    now = txn.now()
+    for c in message.tool_calls:
+        e = txn.snapshot.journal[c.id]
+        if e.state not in (CallState.APPROVED, CallState.EDITED) or e.review is None or (
+                e.decision is None or e.decision.type not in ("approve", "edit")):
+            continue
+        call = e.effective
+        policy = deps.policy_for(call.name)
+        if policy is None or (found := _rules_now(e, policy)) is None:
+            continue
+        why, rules = found
+        edited = e.exec_name is not None or e.exec_args is not None
+        config = rules.model_copy(update={
+            "args_schema": deps.schema(call.name), "requested_by": txn.thread.started_by,
+            "revision": 2 if edited else 1,
+            "expires_at": now + policy.expires_after if policy.expires_after else None,
+            "escalate_to": list(policy.escalate_to) if policy.escalate_to else None,
+            "escalate_at": now + policy.escalate_after if policy.escalate_after else None})
+        text = (f"The policy of {call.name} changed after this call was approved by "
+                f"{e.decided_by}: {why}. It was not run; decide it again under the new rules.")
+        entries.append(entry_with(
+            e, state=CallState.PENDING_REVIEW, updated_at=now, decision=None, decided_by=None,
+            review=e.review.model_copy(update={
+                "allowed_decisions": list(config.allowed_decisions),
+                "reviewers": config.reviewers, "approvals": config.approvals,
+                "self_approval": config.self_approval, "reason": "policy_changed"})))
+        ask.append(PendingCall(
+            ActionRequest(tool_call_id=e.tool_call_id, name=call.name, args=call.args,
+                          description=f"{text}\n\nTool: {call.name}\nArgs: "
+                          f"{json.dumps(call.args, ensure_ascii=False)}",
+                          reason="policy_changed"),
+            config))
+    if not ask:
+        return
+    txn.stage(journal=entries)
+    raise_review(txn, ask, reason="policy_changed")
     await txn.flush()
 
 

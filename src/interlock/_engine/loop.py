@@ -86,6 +86,7 @@ from .decide import (
 from .delegate import route, settle_waiting
 from .deps import RunDeps
 from .execute import (
+    ask_again_if_stricter,
     execute,
     handle_unknown,
     settle_stopped_run,
@@ -487,6 +488,7 @@ async def advance_turn(txn: ThreadTxn, deps: RunDeps) -> bool:
     txn.children_busy = False
     waiting = has_waiting(txn)
     await handle_unknown(txn, deps, message)
+    await ask_again_if_stricter(txn, deps, message)
     for call in message.tool_calls:
         e = txn.snapshot.journal.get(call.id)
         if e is not None and e.state in RUNNABLE_STATES:
