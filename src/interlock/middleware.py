@@ -47,12 +47,13 @@ rejected call run.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, InterlockWarning
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage
 from .review_request import DECISION_TYPES as DECISION_TYPES
 from .review_request import DecisionType as DecisionType
@@ -180,19 +181,29 @@ def _rank(mark: Mark | None) -> int:
 
 def _stricter(first: ReviewMark, second: ReviewMark) -> ReviewMark:
     """Two hooks' reviews of one call as one, every rule of both holding: the decisions both
-    allow (the first's where they share none), the roles both name (the first's where they
-    share none), the larger quorum, no self-approval or remembering if either forbids it, the
-    earlier deadline, a request of its own if either asks for one. The first hook's
-    description, reason and escalation stand, or the second's where the first has none."""
+    allow (``reject`` only where they share none: no approval both would allow), the roles
+    both name, the larger quorum, no self-approval or remembering if either forbids it, the
+    earlier deadline, a request of its own if either asks for one. Where the two name roles
+    with none in common, no reviewer role could satisfy both: the first hook's stand and an
+    :class:`~interlock.InterlockWarning` says so (give the hooks a role in common). The
+    first hook's description, reason and escalation stand, or the second's where the first
+    has none."""
     allowed = tuple(d for d in first.allowed_decisions if d in second.allowed_decisions)
     roles = first.reviewers
     if roles is None:
         roles = second.reviewers
     elif second.reviewers is not None:
-        roles = tuple(r for r in roles if r in second.reviewers) or roles
+        shared = tuple(r for r in roles if r in second.reviewers)
+        if not shared:
+            warnings.warn(InterlockWarning(
+                f"Two middleware review the same call with roles that have none in common "
+                f"({first.by or 'a hook'}: {', '.join(roles)}; {second.by or 'a hook'}: "
+                f"{', '.join(second.reviewers)}); the first's stand. Give both a role in "
+                f"common so that one reviewer can satisfy both."), stacklevel=3)
+        roles = shared or roles
     deadlines = [d for d in (first.expires_after, second.expires_after) if d is not None]
     return replace(
-        first, allowed_decisions=allowed or first.allowed_decisions, reviewers=roles,
+        first, allowed_decisions=allowed or ("reject",), reviewers=roles,
         approvals=max(first.approvals, second.approvals),
         self_approval=first.self_approval and second.self_approval,
         allow_remember=first.allow_remember and second.allow_remember,

@@ -31,6 +31,7 @@ from interlock import (
     Agent,
     Checkpointer,
     HumanInTheLoop,
+    InterlockWarning,
     InterruptOn,
     InvalidDecision,
     Middleware,
@@ -39,6 +40,7 @@ from interlock import (
     Reviewer,
     ScriptedModel,
     SqliteCheckpointer,
+    StaleRevision,
     interrupt,
     tool,
 )
@@ -512,3 +514,151 @@ def test_two_hooks_reviews_of_one_call_hold_together_in_any_order(
     assert RAN == []
     agent.resume("t", [{"type": "approve"}], reviewer=FIONA)
     assert RAN == [("acme", 5000)]
+
+
+# -- re-asked calls: under the stricter of the stored rules and the policy, nothing looser ---
+
+
+def _queue_and_run(api: Agent, worker: Any, thread_id: str, decisions: Any,
+                   reviewer: Reviewer) -> Any:
+    """``decisions`` stored by ``api`` with the run queued, then one pass of ``worker``."""
+    async def go() -> Any:
+        paused = await api.aget_thread(thread_id)
+        await api.aresume(thread_id, decisions, reviewer=reviewer,
+                          interrupt_id=paused.interrupts[0].id, handoff=True)
+        await worker.run_once()
+        return await api.aget_thread(thread_id)
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def pg_pair(tmp_path: Path) -> Any:
+    from conftest import StoreFactory, require_postgres
+
+    require_postgres()
+    pg = StoreFactory("postgres", tmp_path)
+    yield pg
+    pg.cleanup()
+
+
+class Guard(Middleware):
+    """No respond, never remembered, within ten minutes."""
+
+    def after_model(self, turn: ModelTurn) -> None:
+        for call in turn.calls:
+            turn.review(call, description="guarded",
+                        allowed_decisions=["approve", "edit", "reject"],
+                        allow_remember=False, expires_after=timedelta(minutes=10))
+
+
+@pytest.mark.postgres
+def test_a_re_asked_call_keeps_the_stored_rules_and_its_revision(pg_pair: Any) -> None:
+    from interlock.worker import Worker
+
+    def make(policy: InterruptOn) -> Agent:
+        return Agent(model=_model(1), tools=[transfer], checkpointer=pg_pair(),
+                     middleware=[HumanInTheLoop(interrupt_on={"transfer": policy}), Guard()])
+
+    api, runner = make(InterruptOn(approvals=2)), make(InterruptOn(approvals=3))
+    api.invoke("pay", thread_id="t")
+    api.resume("t", _edit("acme", 100), reviewer=Reviewer("a", frozenset({"ops"})))
+    seen_by_d = _config(api, "t").revision  # revision 2: amount 100
+    api.resume("t", _edit("acme", 999, revision=2), reviewer=Reviewer("b", frozenset()))
+    # revision 3's second approval, stored by the API process; the worker's policy needs three
+    state = _queue_and_run(api, Worker(runner), "t", [{"type": "approve", "revision": 3}],
+                           Reviewer("c", frozenset()))
+    assert state.status == "interrupted" and RAN == []
+    request = state.interrupts[0].value
+    cfg = request.review_configs[0]
+    assert request.action_requests[0].reason == "policy_changed"
+    assert (cfg.revision, cfg.approvals, cfg.approved_by) == (3, 3, None)
+    assert request.action_requests[0].args == {"account": "acme", "amount": 999}
+    # an approval of revision 2 (amount 100) never counts for it
+    with pytest.raises(StaleRevision):
+        api.resume("t", [{"type": "approve", "revision": seen_by_d}],
+                   reviewer=Reviewer("d", frozenset()))
+    assert _config(api, "t").approved_by is None
+    assert (cfg.allowed_decisions, cfg.allow_remember) == (["approve", "edit", "reject"], False)
+    assert cfg.expires_at is not None
+
+
+@pytest.mark.postgres
+def test_a_worker_that_forbids_edits_does_not_run_an_edit_it_did_not_allow(
+        pg_pair: Any) -> None:
+    from interlock.worker import Worker
+
+    api = _hitl_agent(pg_pair(), InterruptOn())
+    runner = _hitl_agent(pg_pair(), InterruptOn(allowed_decisions=["approve", "reject"]))
+    api.invoke("pay", thread_id="t")
+    state = _queue_and_run(api, Worker(runner), "t", _edit("offshore", 90000), OLGA)
+    assert state.status == "interrupted" and RAN == []
+    assert state.interrupts[0].value.action_requests[0].reason == "policy_changed"
+
+
+@pytest.mark.postgres
+def test_a_re_asked_per_call_request_stays_a_request_of_its_own(pg_pair: Any) -> None:
+    from interlock.worker import Worker
+
+    def make(policy: InterruptOn) -> Agent:
+        return Agent(
+            model=ScriptedModel([[{"name": "transfer", "args": {"account": "a", "amount": 1}},
+                                  {"name": "transfer", "args": {"account": "b", "amount": 2}}],
+                                 "done"]),
+            tools=[transfer], checkpointer=pg_pair(),
+            middleware=[HumanInTheLoop(interrupt_on={"transfer": policy},
+                                       interrupt_mode="per_call")])
+
+    api, runner = make(InterruptOn()), make(InterruptOn(approvals=2))
+    api.invoke("pay", thread_id="t")
+    state = _queue_and_run(api, Worker(runner), "t", [{"type": "approve"}], OLGA)
+    assert RAN == []
+    assert [(i.origin, len(i.value.action_requests)) for i in state.interrupts] == [
+        ("per_call", 1), ("per_call", 1)]
+
+
+def test_an_edit_only_policy_runs_the_edit(tmp_path: Path) -> None:
+    agent = _hitl_agent(tmp_path / "a.db", InterruptOn(allowed_decisions=["edit", "reject"]))
+    agent.invoke("pay", thread_id="t")
+    r = agent.resume("t", _edit("acme", 6), reviewer=OLGA)
+    assert r.status == "completed" and RAN == [("acme", 6)]
+
+
+class SmallTransfers(Middleware):
+    def after_model(self, turn: ModelTurn) -> None:
+        for call in turn.calls:
+            if call.args.get("amount", 0) <= 1000:
+                turn.review(call, description="small", reviewers=["ops", "finance"])
+
+
+def test_a_policy_whose_when_did_not_hold_does_not_judge_the_call(tmp_path: Path) -> None:
+    big_only = InterruptOn(reviewers=["finance"], when=lambda c: c.args["amount"] > 1000)
+    agent = Agent(model=_model(5), tools=[transfer],
+                  middleware=[HumanInTheLoop(interrupt_on={"transfer": big_only}),
+                              SmallTransfers()],
+                  checkpointer=SqliteCheckpointer(tmp_path / "a.db"))
+    agent.invoke("pay", thread_id="t")
+    assert _config(agent, "t").reviewers == ["ops", "finance"]
+    r = agent.resume("t", [{"type": "approve"}], reviewer=OLGA)
+    assert r.status == "completed" and RAN == [("acme", 5)]
+
+
+class RejectOrRespond(Middleware):
+    def after_model(self, turn: ModelTurn) -> None:
+        for call in turn.calls:
+            turn.review(call, description="no approval", allowed_decisions=["reject", "respond"],
+                        reviewers=["finance"])
+
+
+def test_two_hooks_with_no_decision_or_role_in_common(tmp_path: Path) -> None:
+    hitl = HumanInTheLoop(interrupt_on={"transfer": InterruptOn(
+        allowed_decisions=["approve", "edit"], reviewers=["ops"])})
+    for middleware in ([hitl, RejectOrRespond()], [RejectOrRespond(), hitl]):
+        RAN.clear()
+        agent = Agent(model=_model(5), tools=[transfer], middleware=middleware,
+                      checkpointer=SqliteCheckpointer(tmp_path / f"{len(RAN)}{id(middleware)}.db"))
+        with pytest.warns(InterlockWarning, match="none in common"):
+            agent.invoke("pay", thread_id="t")
+        assert _config(agent, "t").allowed_decisions == ["reject"]
+        with pytest.raises((InvalidDecision, NotAuthorized)):
+            agent.resume("t", [{"type": "approve"}], reviewer=OLGA)
+        assert RAN == []

@@ -47,7 +47,7 @@ from ..subagents import SubAgentTool
 from .deps import RunDeps
 from .execute import settle_stopped_run
 from .pauses import replace_review, review_calls
-from .policy import classify_call, tightened
+from .policy import classify_call, settings_with, tightened
 from .quorum import changes_call, check_self_approval, record_approval, revise
 from .reads import turn_message
 from .records import EntryChanges, ThreadChanges, entry_with, replaced
@@ -235,12 +235,15 @@ class AppliedDecisions(NamedTuple):
     undecided (with the approvals counted so far)."""
 
 
-def _under_policy_now(deps: RunDeps, call: PendingCall) -> PendingCall:
+def _under_policy_now(txn: ThreadTxn, deps: RunDeps, call: PendingCall) -> PendingCall:
     """``call`` under the stricter of its stored rules and the rules this process's policy
     declares for its tool now (:mod:`.policy`; a redeployed agent, or an API process and a
     worker on different versions). Nothing is evaluated again: a ``when`` predicate and a
-    description ran once, when the call paused."""
-    policy = deps.policy_for(call.request.name)
+    description ran once, when the call paused (a policy with a ``when`` applies only to the
+    calls it paused)."""
+    e = txn.snapshot.journal.get(call.request.tool_call_id)
+    marked_by = e.review.by if e is not None and e.review is not None else None
+    policy = deps.declared_policy(call.request.name, marked_by)
     if policy is None:
         return call
     config = tightened(call.config, policy,
@@ -260,7 +263,7 @@ async def _apply_decisions(
     journal: list[JournalEntry] = []
     audit: list[AuditItem] = []
     remembered: list[RememberedApproval] = []
-    calls = [_under_policy_now(deps, c) for c in review_calls(review)]
+    calls = [_under_policy_now(txn, deps, c) for c in review_calls(review)]
     decided = {
         e.tool_call_id: e.state.value for e in txn.snapshot.journal.values()
         if e.state != CallState.PENDING_REVIEW
@@ -368,11 +371,8 @@ def _decided_entry(e: JournalEntry, r: ResolvedDecision, actor: str, now: dateti
         "decided_by": actor, "updated_at": now,
     }
     if e.review is not None and isinstance(d, Approve | Edit) and (
-            e.review.reviewers, e.review.approvals, e.review.self_approval) != (
-            rules.reviewers, rules.approvals, rules.self_approval):
-        base["review"] = e.review.model_copy(update={
-            "reviewers": rules.reviewers, "approvals": rules.approvals,
-            "self_approval": rules.self_approval})
+            kept := settings_with(e.review, rules)) is not e.review:
+        base["review"] = kept
     # what runs is stored only where it differs from what the model proposed
     same_args = r.exec_args is None or same_json(r.exec_args, e.args)
     run: EntryChanges = {"exec_name": r.exec_name if r.exec_name != e.name else None,

@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 from inspect import isawaitable
 from typing import Any
 
@@ -38,7 +39,7 @@ from . import spill
 from .children import wait_for_child
 from .deps import RunDeps
 from .pauses import raise_question, raise_review, replace_review, review_calls
-from .policy import tightened
+from .policy import settings_with, stored_rules, tightened
 from .reads import turn_message
 from .records import entry_with, replaced
 from .texts import (
@@ -94,11 +95,9 @@ async def handle_unknown(txn: ThreadTxn, deps: RunDeps, message: AssistantMessag
                               args_schema=deps.schema(call.name),
                               requested_by=txn.thread.started_by)
         if e.review is not None:
-            config = tightened(config, ReviewConfig(
-                action_name=call.name, allowed_decisions=allowed, reviewers=e.review.reviewers,
-                approvals=e.review.approvals, self_approval=e.review.self_approval),
-                decisions=False)
-        if (policy := deps.policy_for(call.name)) is not None:
+            config = tightened(config, stored_rules(e.review, call.name, now), decisions=False)
+        marked_by = e.review.by if e.review is not None else None
+        if (policy := deps.declared_policy(call.name, marked_by)) is not None:
             config = tightened(config, policy, decisions=False)
         entries.append(entry_with(
             e, state=CallState.PENDING_REVIEW, updated_at=now,
@@ -120,45 +119,36 @@ async def handle_unknown(txn: ThreadTxn, deps: RunDeps, message: AssistantMessag
     await txn.flush()
 
 
-def _rules_now(e: JournalEntry, policy: InterruptOn) -> tuple[str, ReviewConfig] | None:
-    """What ``policy`` (the tool's, in this process) asks beyond the rules the decision of
-    ``e`` was judged under, and the rules to ask again under; ``None``: nothing more. Roles
-    are judged as :func:`.policy.tightened` judges them (where the two name none in common,
-    the rules the decision was judged under stand), counting the escalation roles."""
-    judged = e.review
-    assert judged is not None
-    call = e.effective
-    roles = judged.reviewers
+def _asks_more(e: JournalEntry, judged: ReviewConfig, now: ReviewConfig,
+               edits: InterruptOn | None) -> str | None:
+    """What the rules ``now`` ask beyond ``judged`` (those the decision of ``e`` was judged
+    under), in words; ``None``: nothing. An approval must be allowed by the rules of the
+    revision that runs; an edit (its editor's approval of the revision it made) by the policy
+    of the tool it edited (``edits``)."""
+    assert e.decision is not None
     why: list[str] = []
-    if policy.reviewers is not None:
-        allowed = {*policy.reviewers, *(policy.escalate_to or ())}
-        shared = [r for r in roles or () if r in allowed]
-        if roles is None or (shared and set(shared) != set(roles)):
-            roles = shared or list(policy.reviewers)
-            why.append(f"it needs one of the roles {', '.join(roles)}")
-    need = max(policy.approvals, judged.approvals or 1)
-    if need > (judged.approvals or 1):
-        why.append(f"it needs {need} approvals")
-    self_ok = policy.self_approval and judged.self_approval is not False
-    if not self_ok and judged.self_approval is not False:
-        why.append("whoever started the run may not approve it")
-    if "approve" not in policy.allowed_decisions:
+    if e.decision.type == "approve" and "approve" not in now.allowed_decisions:
         why.append("it may no longer be approved")
-    if not why:
-        return None
-    return "; ".join(why), ReviewConfig(
-        action_name=call.name, allowed_decisions=list(policy.allowed_decisions), reviewers=roles,
-        approvals=need if need > 1 else None, self_approval=None if self_ok else False,
-        allow_remember=policy.allow_remember)
+    if e.decision.type == "edit" and edits is not None and (
+            "edit" not in edits.allowed_decisions):
+        why.append(f"{e.name} calls may no longer be edited")
+    if set(now.reviewers or ()) != set(judged.reviewers or ()):
+        why.append(f"it needs one of the roles {', '.join(now.reviewers or ())}")
+    if now.approvals_required > judged.approvals_required:
+        why.append(f"it needs {now.approvals_required} approvals")
+    if now.self_approval is False and judged.self_approval is not False:
+        why.append("whoever started the run may not approve it")
+    return "; ".join(why) or None
 
 
 async def ask_again_if_stricter(txn: ThreadTxn, deps: RunDeps,
                                 message: AssistantMessage) -> None:
     """Approved calls whose tool's policy in this process asks more than the rules they were
     approved under (a worker on a newer policy than the API process that took the decision,
-    or a redeploy between the decision and the run): asked again under the stricter rules,
-    from no approvals, instead of run."""
-    ask: list[PendingCall] = []
+    or a redeploy between the decision and the run): asked again under the stricter of the
+    two (:func:`.policy.tightened`), from no approvals, instead of run."""
+    batched: list[PendingCall] = []
+    own: list[PendingCall] = []
     entries: list[JournalEntry] = []
     now = txn.now()
     for c in message.tool_calls:
@@ -167,35 +157,47 @@ async def ask_again_if_stricter(txn: ThreadTxn, deps: RunDeps,
                 e.decision is None or e.decision.type not in ("approve", "edit")):
             continue
         call = e.effective
-        policy = deps.policy_for(call.name)
-        if policy is None or (found := _rules_now(e, policy)) is None:
+        edits = deps.declared_policy(e.name, e.review.by) if e.decision.type == "edit" \
+            else None
+        policy = deps.declared_policy(call.name, e.review.by)
+        if policy is None and edits is None:
             continue
-        why, rules = found
-        edited = e.exec_name is not None or e.exec_args is not None
+        judged = stored_rules(e.review, call.name, now)
+        rules = tightened(judged, policy) if policy is not None else judged
+        why = _asks_more(e, judged, rules, edits)
+        if why is None:
+            continue
+        policy = policy or edits
+        assert policy is not None
+        expires = [x for x in (e.review.expires_after, policy.expires_after.total_seconds()
+                               if policy.expires_after else None) if x is not None]
+        escalate = e.review.escalate_after if e.review.escalate_to else (
+            policy.escalate_after.total_seconds() if policy.escalate_after else None)
         config = rules.model_copy(update={
             "args_schema": deps.schema(call.name), "requested_by": txn.thread.started_by,
-            "revision": 2 if edited else 1,
-            "expires_at": now + policy.expires_after if policy.expires_after else None,
-            "escalate_to": list(policy.escalate_to) if policy.escalate_to else None,
-            "escalate_at": now + policy.escalate_after if policy.escalate_after else None})
+            "escalated_at": None, "approved_by": None,
+            "escalate_to": judged.escalate_to or (
+                list(policy.escalate_to) if policy.escalate_to else None),
+            "expires_at": now + timedelta(seconds=min(expires)) if expires else None,
+            "escalate_at": now + timedelta(seconds=escalate) if escalate else None})
         text = (f"The policy of {call.name} changed after this call was approved by "
                 f"{e.decided_by}: {why}. It was not run; decide it again under the new rules.")
         entries.append(entry_with(
             e, state=CallState.PENDING_REVIEW, updated_at=now, decision=None, decided_by=None,
-            review=e.review.model_copy(update={
-                "allowed_decisions": list(config.allowed_decisions),
-                "reviewers": config.reviewers, "approvals": config.approvals,
-                "self_approval": config.self_approval, "reason": "policy_changed"})))
-        ask.append(PendingCall(
+            review=settings_with(e.review, config).model_copy(update={
+                "reason": "policy_changed",
+                "expires_at": config.expires_at})))
+        (own if e.review.per_call else batched).append(PendingCall(
             ActionRequest(tool_call_id=e.tool_call_id, name=call.name, args=call.args,
                           description=f"{text}\n\nTool: {call.name}\nArgs: "
                           f"{json.dumps(call.args, ensure_ascii=False)}",
                           reason="policy_changed"),
             config))
-    if not ask:
+    if not entries:
         return
     txn.stage(journal=entries)
-    raise_review(txn, ask, reason="policy_changed")
+    raise_review(txn, batched, reason="policy_changed")
+    raise_review(txn, own, reason="policy_changed", per_call=True)
     await txn.flush()
 
 

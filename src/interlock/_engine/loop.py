@@ -574,7 +574,8 @@ async def classify(txn: ThreadTxn, deps: RunDeps, message: AssistantMessage,
             expires_at = now + mark.expires_after if mark.expires_after else None
             # the description is kept in the request (it often repeats the args)
             settings = ReviewSettings.model_validate(
-                {**mark.to_json(), "description": None, "expires_at": expires_at})
+                {**mark.to_json(), "description": None, "expires_at": expires_at,
+                 "allow_remember": None if mark.allow_remember else False})
             entries.append(entry_with(e, updated_at=now, state=CallState.PENDING_REVIEW,
                                       review=settings))
             (per_call if mark.per_call else reviews).append(PendingCall(

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from inspect import isawaitable
 
 from ..hitl import InterruptOn
 from ..interrupts import PauseRun, enter_scope, exit_scope
 from ..messages import AssistantMessage, Message, ToolCall
 from ..middleware import Mark, ModelTurn, RejectMark, ReviewMark
-from ..review_request import ReviewConfig
+from ..review_request import DECISION_TYPES, ReviewConfig
+from ..storage.base import ReviewSettings
 from .deps import RunDeps
 
 
@@ -110,3 +112,29 @@ def tightened(config: ReviewConfig, rules: ReviewMark | ReviewConfig | Interrupt
     if all(getattr(config, k) == v for k, v in update.items()):
         return config
     return config.model_copy(update=update)
+
+
+def stored_rules(settings: ReviewSettings, name: str, now: datetime) -> ReviewConfig:
+    """The rules a journal entry's review settings hold (those of the revision decided, once
+    one was), as the review config of a call of ``name``; escalation roles count as
+    reviewers (``escalated_at``), as they may have decided it."""
+    allowed = [d for d in DECISION_TYPES if d in settings.allowed_decisions]
+    return ReviewConfig(
+        action_name=name, allowed_decisions=allowed or ["reject"],
+        reviewers=settings.reviewers, approvals=settings.approvals,
+        self_approval=settings.self_approval, allow_remember=settings.allow_remember is not False,
+        escalate_to=settings.escalate_to, escalated_at=now, revision=settings.revision or 1)
+
+
+def settings_with(settings: ReviewSettings, config: ReviewConfig) -> ReviewSettings:
+    """``settings`` holding the rules of ``config`` (the revision decided): ``settings``
+    itself where they are the same (nothing new is stored)."""
+    update = {
+        "allowed_decisions": list(config.allowed_decisions), "reviewers": config.reviewers,
+        "approvals": config.approvals, "self_approval": config.self_approval,
+        "allow_remember": None if config.allow_remember else False,
+        "escalate_to": config.escalate_to,
+        "revision": config.revision if config.revision > 1 else None}
+    if all(getattr(settings, k) == v for k, v in update.items()):
+        return settings
+    return settings.model_copy(update=update)

@@ -175,6 +175,12 @@ class ReviewSettings(_Record):
     """Distinct approvals the call needed (``None``: one)."""
     self_approval: bool | None = omitted_when_none()
     """``False``: whoever started the run could not approve it."""
+    allow_remember: bool | None = omitted_when_none()
+    """``False``: an approval of it could not be remembered (``None``: it could)."""
+    escalate_to: list[str] | None = omitted_when_none()
+    escalate_after: float | None = omitted_when_none()
+    revision: int | None = omitted_when_none()
+    """The revision decided, where an edit made one (``None``: the model's proposal)."""
 
 
 class EditedCall(_Record):
