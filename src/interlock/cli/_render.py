@@ -1,5 +1,8 @@
 """Rich renderings shared by ``show`` and ``review``. Text that came from a model or a tool is
-always wrapped in ``Text`` (never parsed as markup)."""
+always wrapped in ``Text`` (never parsed as markup), and never cut silently: every table column
+and text folds a word longer than the screen onto the next line (rich's default for a table
+cell is to cut it with a bare ``…``); a one-line view that cuts on purpose says how much with
+``… (+N chars)`` (:func:`interlock.display.one_line`)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.highlighter import JSONHighlighter
 from rich.panel import Panel
 from rich.table import Table
@@ -30,6 +33,28 @@ STATUS_STYLE = {
     "failed": "bold red",
     "idle": "dim",
 }
+
+
+def folded(text: str, style: str = "") -> Text:
+    """Untrusted text for a table cell: a word wider than the cell continues on the next line."""
+    return Text(text, style=style, overflow="fold")
+
+
+class TitledPanel:
+    """A panel whose title is never cut: a title wider than the screen (a long thread id) is
+    shown as the first line inside the box instead (rich cuts a panel title silently)."""
+
+    def __init__(self, body: RenderableType, title: Text, *, border_style: str) -> None:
+        self.body, self.title, self.border_style = body, title, border_style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.title.cell_len + 6 <= options.max_width:
+            yield Panel(self.body, title=self.title, title_align="left",
+                        border_style=self.border_style)
+        else:
+            title = self.title.copy()
+            title.overflow = "fold"
+            yield Panel(Group(title, self.body), border_style=self.border_style)
 
 
 def status_text(status: str) -> Text:
@@ -85,15 +110,15 @@ def threads_table(rows: list[ThreadRecord], width: int) -> RenderableType:
                 lines.append(Text("    " + short(rec.preview, max(30, width - 6)), style="dim"))
         return Group(*lines)
     table = Table(header_style="bold", box=box.SIMPLE_HEAD)
-    table.add_column("thread", no_wrap=True)
+    table.add_column("thread", overflow="fold")
     table.add_column("status", no_wrap=True)
     table.add_column("updated", no_wrap=True)
-    table.add_column("waiting on", no_wrap=True)
-    table.add_column("request")
+    table.add_column("waiting on", overflow="fold")
+    table.add_column("request", overflow="fold")
     for rec in rows:
-        table.add_row(Text(thread_name(rec)), status_text(rec.status),
-                      when(rec.updated_at), Text(display.one_line(waiting_on(rec.pending))),
-                      Text(short(rec.preview, 100)))
+        table.add_row(folded(thread_name(rec)), status_text(rec.status),
+                      when(rec.updated_at), folded(display.one_line(waiting_on(rec.pending))),
+                      folded(short(rec.preview, 100)))
     return table
 
 
@@ -102,8 +127,8 @@ def json_block(value: Any) -> RenderableType:
     try:
         text = display.json_view(value)
     except (TypeError, ValueError):
-        return Text(display.visible(repr(value)))
-    return JSONHighlighter()(Text(text))
+        return folded(display.visible(repr(value)))
+    return JSONHighlighter()(folded(text))
 
 
 def args_block(args: dict[str, Any]) -> RenderableType:
@@ -112,12 +137,12 @@ def args_block(args: dict[str, Any]) -> RenderableType:
     if not args:
         return Text("(no arguments)", style="dim")
     grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column(ratio=1)
+    grid.add_column(style="bold", overflow="fold", max_width=40)
+    grid.add_column(ratio=1, overflow="fold")
     for key, value in args.items():
-        shown: RenderableType = Text(display.visible(value)) if isinstance(value, str) \
+        shown: RenderableType = folded(display.visible(value)) if isinstance(value, str) \
             else json_block(value)
-        grid.add_row(Text(display.one_line(str(key))), shown)
+        grid.add_row(folded(display.one_line(str(key))), shown)
     return grid
 
 
@@ -187,7 +212,7 @@ def deadline(expires_at: datetime | None, now: datetime) -> str | None:
 def request_panel(
     request: ActionRequest, config: ReviewConfig, *, thread_id: str, preview: str,
     agent_text: str | None, index: int, total: int, now: datetime,
-) -> Panel:
+) -> RenderableType:
     rows: list[RenderableType] = warning_lines(request.name, request.description, request.args)
     if preview:
         rows.append(Text.assemble(("request  ", "bold"), (display.visible(preview), "")))
@@ -218,7 +243,7 @@ def request_panel(
     rows.append(Text(" · ".join(info), style="dim"))
     title = Text.assemble(("thread ", ""), (display.one_line(thread_id), "bold"),
                           (f" · call {index} of {total} in this request", ""))
-    return Panel(Group(*rows), title=title, title_align="left", border_style="yellow")
+    return TitledPanel(Group(*rows), title, border_style="yellow")
 
 
 def journal_table(entries: list[JournalEntry], width: int) -> RenderableType:
@@ -309,24 +334,24 @@ def audit_table(records: list[AuditRecord], width: int) -> RenderableType:
     table = Table(header_style="bold", box=box.SIMPLE_HEAD)
     table.add_column("id", justify="right", no_wrap=True)
     table.add_column("time", no_wrap=True)
-    table.add_column("thread", no_wrap=True)
-    table.add_column("event", no_wrap=True)
-    table.add_column("actor", no_wrap=True)
-    table.add_column("call", no_wrap=True)
-    table.add_column("details")
+    table.add_column("thread", overflow="fold")
+    table.add_column("event", overflow="fold")
+    table.add_column("actor", overflow="fold")
+    table.add_column("call", overflow="fold")
+    table.add_column("details", overflow="fold")
     for r in records:
-        table.add_row(str(r.id or ""), when(r.ts), Text(display.one_line(r.thread_id)),
-                      Text(display.one_line(r.kind)), Text(display.one_line(r.actor)),
-                      Text(display.one_line(r.tool_call_id or "-")),
-                      Text(short(audit_summary(r), 120)))
+        table.add_row(str(r.id or ""), when(r.ts), folded(display.one_line(r.thread_id)),
+                      folded(display.one_line(r.kind)), folded(display.one_line(r.actor)),
+                      folded(display.one_line(r.tool_call_id or "-")),
+                      folded(short(audit_summary(r), 120)))
     return table
 
 
 def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
     if intr.kind == "input":
-        return Panel(Group(*path_lines(intr.path), json_block(intr.value)),
-                     title=f"question (interrupt {display.one_line(intr.id)})",
-                     title_align="left", border_style="yellow")
+        return TitledPanel(Group(*path_lines(intr.path), json_block(intr.value)),
+                           Text(f"question (interrupt {display.one_line(intr.id)})"),
+                           border_style="yellow")
     parts: list[RenderableType] = []
     for a, c in read_request(intr.value).pairs():
         parts.extend(warning_lines(a.name, a.description, a.args))
@@ -346,6 +371,6 @@ def pending_panel(intr: Interrupt, now: datetime) -> RenderableType:
             info.append(d)
         parts.append(Text(" · ".join(info), style="dim"))
         parts.append(Text(""))
-    return Panel(Group(*parts),
-                 title=f"waiting for a decision (interrupt {display.one_line(intr.id)})",
-                 title_align="left", border_style="yellow")
+    return TitledPanel(Group(*parts),
+                       Text(f"waiting for a decision (interrupt {display.one_line(intr.id)})"),
+                       border_style="yellow")

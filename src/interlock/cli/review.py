@@ -52,7 +52,7 @@ from ._common import (
 )
 from ._editdoc import EditDocError, diff_lines, parse, render
 from ._keys import read_key
-from ._render import json_block, message_lines, path_lines, request_panel
+from ._render import TitledPanel, json_block, message_lines, path_lines, request_panel
 
 Outcome = Literal["decided", "gone", "invalid", "skip", "back"]
 
@@ -348,11 +348,11 @@ class ReviewSession:
             (f"{n} request{'s' if n != 1 else ''} waiting", "bold yellow"), " · ",
             self.whoami()))
         if item.request is None or item.config is None:
-            self.console.print(Panel(
+            self.console.print(TitledPanel(
                 Group(*path_lines(item.interrupt.path), json_block(item.interrupt.value)),
-                title=Text.assemble(("thread ", ""), (display.one_line(item.thread_id), "bold"),
-                                    (" · the run asks a question", "")),
-                title_align="left", border_style="yellow"))
+                Text.assemble(("thread ", ""), (display.one_line(item.thread_id), "bold"),
+                              (" · the run asks a question", "")),
+                border_style="yellow"))
             return
         call_id = item.request.tool_call_id
         messages = item.state.messages
@@ -657,9 +657,10 @@ class ReviewSession:
                 self.console.print(Text.assemble(("not accepted: ", "bold red"), (error, ""),
                                                  (" — reopening the editor", "dim")))
                 continue
-            self.console.print(Panel(diff_lines(request.args, args),
-                                     title=f"your edit of {request.name}: - proposed, + sent",
-                                     title_align="left", border_style="yellow"))
+            self.console.print(TitledPanel(
+                diff_lines(request.args, args),
+                Text(f"your edit of {display.one_line(request.name)}: - proposed, + sent"),
+                border_style="yellow"))
             key = self.ask_key(CONFIRM_KEYS)
             if key == "e":
                 error = None
