@@ -89,7 +89,7 @@ def test_without_metadata_or_without_a_person_the_tool_sees_none(stores: StoreFa
 @pytest.mark.parametrize("metadata, error", [
     (["not", "an", "object"], InvalidDecision),
     ("OPS-12", InvalidDecision),
-    ({"limit": float("nan")}, InvalidDecision),
+    ({"limit": float("nan")}, InvalidText),  # JSON has no NaN: refused as input, by its path
     ({"blob": "x" * METADATA_MAX_BYTES}, InvalidDecision),
     ({"note": "a\x00b"}, InvalidText),
 ])
@@ -102,8 +102,7 @@ def test_bad_metadata_is_refused_and_changes_nothing(
     with pytest.raises(error) as raised:
         agent.resume("t1", [{"type": "approve", "metadata": metadata}],
                      interrupt_id=paused.interrupts[0].id)
-    if error is InvalidDecision:
-        assert "metadata" in str(raised.value)
+    assert "metadata" in str(raised.value)
     after = agent.get_thread("t1")
     assert after.version == before.version and after.status == "interrupted"
     assert SEEN == []

@@ -9,12 +9,19 @@ pair, which is not Unicode text and cannot be encoded as UTF-8 at all).
 * Text a model or a tool produced is stored with each such character replaced by a visible
   escape (``\\u0000``, ``\\ud800``) and a note saying so, so the thread stays usable.
 
+Numbers JSON has no value for (``NaN``, ``Infinity``, ``-Infinity``; Python's JSON parser
+accepts them, and reads ``1e400`` as infinity) are treated the same way: refused in input; in
+a model's tool call replaced by the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, with
+``args_error`` so that the call never runs with them (stores write them as ``null``, the
+signed audit row as ``NaN``: what ran, what was shown and what was signed would differ).
+
 Thread ids: 1 to 128 characters, the first a letter or digit, the others letters, digits and
 ``. _ : @ -`` (ASCII only), so that an id is one safe URL path segment everywhere.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -62,6 +69,12 @@ def _find(value: Any, where: str, depth: int = 0) -> tuple[str, ...] | None:
         return (where, f"contains {problem}") if problem else None
     if kind is int or kind is bool or value is None:
         return None
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return None
+        return (where, f"is {nonfinite_name(value)}, a number JSON has no value for",
+                "JSON numbers are finite: send a finite number (or a string such as \"NaN\" "
+                "if the tool expects one).")
     if depth >= MAX_NESTING:
         return (where, f"is nested more than {MAX_NESTING} levels deep (lists and objects "
                        f"inside each other)", "Send flatter data.")
@@ -83,7 +96,8 @@ def _find(value: Any, where: str, depth: int = 0) -> tuple[str, ...] | None:
 
 
 def check_input(value: Any, where: str) -> None:
-    """Refuse input containing NUL or a lone surrogate anywhere (strings, keys, nested)."""
+    """Refuse input containing NUL or a lone surrogate anywhere (strings, keys, nested), a
+    NaN or infinite number, or nesting deeper than :data:`MAX_NESTING`."""
     found = _find(value, where)
     if found is not None:
         raise InvalidText(*found)
@@ -126,6 +140,29 @@ def escaped(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
+def nonfinite_name(number: float) -> str:
+    """``NaN``, ``Infinity`` or ``-Infinity``: how Python's JSON writes a number JSON has
+    no value for."""
+    return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
+
+
+def finite(value: Any) -> tuple[Any, int]:
+    """``value`` with every NaN or infinite number (at any depth) replaced by its name as a
+    string (``"NaN"``, ``"Infinity"``, ``"-Infinity"``), and how many were replaced. Unchanged
+    values are returned as they are."""
+    if isinstance(value, float):
+        return (value, 0) if math.isfinite(value) else (nonfinite_name(value), 1)
+    if isinstance(value, dict):
+        items = {k: finite(v) for k, v in value.items()}
+        total = sum(n for _, n in items.values())
+        return ({k: v for k, (v, _) in items.items()}, total) if total else (value, 0)
+    if isinstance(value, list | tuple):
+        pairs = [finite(v) for v in value]
+        total = sum(n for _, n in pairs)
+        return (type(value)(v for v, _ in pairs), total) if total else (value, 0)
+    return value, 0
+
+
 def escape_note(count: int) -> str:
     """The note added where model or tool output was escaped."""
     return (f"[interlock: {count} character(s) that cannot be stored (NUL or lone UTF-16 "
@@ -149,14 +186,20 @@ def storable_reply(message: AssistantMessage) -> AssistantMessage:
         cid, n_id = escaped(c.id)
         name, n_name = escaped(c.name)
         args, n_args = escaped(c.args)
+        args, n_num = finite(args)
         error, n_err = escaped(c.args_error)
-        if n_id + n_name + n_args + n_err:
+        if n_id + n_name + n_args + n_num + n_err:
             changed = True
+            notes = [error] if error else []
             if n_args:
-                note = (f"the arguments contain {n_args} character(s) that cannot be stored "
-                        f"(NUL or lone UTF-16 surrogates), shown escaped as \\u0000 or \\ud800; "
-                        f"the call is not run with altered arguments")
-                error = f"{error}; {note}" if error else note
+                notes.append(f"the arguments contain {n_args} character(s) that cannot be "
+                             f"stored (NUL or lone UTF-16 surrogates), shown escaped as "
+                             f"\\u0000 or \\ud800; the call is not run with altered arguments")
+            if n_num:
+                notes.append(f"the arguments contain {n_num} number(s) JSON has no value for "
+                             f"(NaN or Infinity), shown as the strings \"NaN\", \"Infinity\" "
+                             f"or \"-Infinity\"; the call is not run with altered arguments")
+            error = "; ".join(notes) if notes else None
             c = c.model_copy(update={"id": cid, "name": name, "args": args, "args_error": error})
         calls.append(c)
     if not changed:

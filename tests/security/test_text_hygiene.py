@@ -5,6 +5,7 @@ with a note, on every backend, and the thread loads, can be decided and continue
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -279,7 +280,7 @@ class _Label(str):
 
 
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+    st.none(), st.booleans(), st.integers(), st.floats(),
     st.text(alphabet=st.sampled_from(["a", " ", "é", NUL, SURROGATE, "\udfff"]), max_size=6),
     st.text(alphabet=st.sampled_from(["b", NUL, SURROGATE]), max_size=4).map(_Label))
 _values = st.recursive(_scalars, lambda inner: st.one_of(
@@ -289,6 +290,8 @@ _values = st.recursive(_scalars, lambda inner: st.one_of(
 
 
 def _bad_text_in(value: Any) -> bool:
+    if isinstance(value, float):  # NaN and the infinities: JSON has no value for them
+        return not math.isfinite(value)
     if isinstance(value, str):
         return any(ch == NUL or 0xD800 <= ord(ch) <= 0xDFFF for ch in value)
     if isinstance(value, dict):
@@ -303,8 +306,8 @@ def _bad_text_in(value: Any) -> bool:
 def test_input_is_refused_exactly_when_a_string_in_it_holds_bad_text(value: Any) -> None:
     """``check_input`` (decisions, answers, messages, metadata) finds NUL or a lone surrogate
     in any string of any shape: values, keys, nested lists, tuples, dicts, ``str``
-    subclasses, a read-only mapping and a pydantic model; numbers, booleans and ``None`` are
-    never text."""
+    subclasses, a read-only mapping and a pydantic model, and a NaN or infinite number;
+    finite numbers, booleans and ``None`` are never refused."""
     from types import MappingProxyType
 
     from pydantic import BaseModel

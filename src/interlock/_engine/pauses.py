@@ -14,7 +14,7 @@ from ..audit.records import AuditKind, digest
 from ..events import InterruptRaised
 from ..interrupts import Interrupt
 from ..review_request import PendingCall, read_request, request_value
-from ..text import escaped
+from ..text import escaped, finite
 from .reads import turn_message
 from .records import replaced
 from .texts import SYSTEM, public_interrupt
@@ -88,8 +88,8 @@ def show(txn: ThreadTxn, pending: list[Interrupt]) -> None:
 def raise_question(txn: ThreadTxn, value: Any, *, origin: str, tool_call_id: str | None = None,
                    ) -> Interrupt:
     """Stage a question from ``interrupt(value)`` in a tool or an ``after_model`` hook
-    (text that cannot be stored is escaped)."""
-    value = escaped(value)[0]
+    (text that cannot be stored is escaped, a NaN or infinite number written as its name)."""
+    value = finite(escaped(value)[0])[0]
     intr = Interrupt(id=uuid.uuid4().hex, kind="input", value=value, created_at=txn.now(),
                      tool_call_id=tool_call_id, origin=origin)
     txn.stage(pending=[*txn.thread.pending, intr], audit=[AuditItem(
