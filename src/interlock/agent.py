@@ -301,6 +301,7 @@ class Agent:
         existing one."""
         thread_id = _thread_of("invoke", thread_id, config)
         rv, who = _reviewer(reviewer)
+        check_input(metadata, "the thread metadata")
         if isinstance(input, Command):
             spec = ResumeSpec(command=input.resume, has_command=True, reviewer=rv, actor=who)
             return await self._perform(

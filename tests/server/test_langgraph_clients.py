@@ -20,7 +20,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
-from langgraph_sdk.errors import ConflictError, NotFoundError
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from .conftest import ALICE
 from .live import langgraph_serve
@@ -209,6 +209,28 @@ def test_thread_metadata_is_stored_and_searchable(deployment: Deployment) -> Non
         metadata={"user": f"v-{tag}"}, limit=50)] == [other]
     assert client.threads.search(metadata={"user": f"u-{tag}", "team": "sales"}) == []
     assert client.threads.search(metadata={"user": f"u-{tag}", "graph_id": "other"}) == []
+
+
+def test_metadata_that_cannot_be_stored_is_refused_and_not_kept(
+        sqlite_server: Deployment) -> None:
+    """A thread's or a run's metadata holding NUL is refused (422, the field named) and
+    nothing is kept: the thread does not exist, no run is recorded, search still works."""
+    url, _ = sqlite_server
+    client = get_sync_client(url=url, api_key=ALICE)
+    tid = f"nul-{uuid.uuid4().hex}"
+    with pytest.raises(UnprocessableEntityError) as refused:
+        client.threads.create(thread_id=tid, metadata={"user": "ann\x00"})
+    assert "metadata.user contains a NUL character" in refused.value.message
+    with pytest.raises(NotFoundError):
+        client.threads.get(tid)
+    good = client.threads.create()["thread_id"]
+    with pytest.raises(httpx.HTTPStatusError) as failed:  # runs.wait raises httpx's own
+        client.runs.wait(good, "agent", input={"messages": [{"role": "user", "content": "hi"}]},
+                         metadata={"note": ["x\x00"]})
+    assert failed.value.response.status_code == 422
+    assert "metadata.note[0] contains a NUL character" in failed.value.response.text
+    assert client.runs.list(good) == []
+    assert tid not in {t["thread_id"] for t in client.threads.search(limit=1000)}
 
 
 def test_resume_on_a_thread_that_never_ran(deployment: Deployment) -> None:

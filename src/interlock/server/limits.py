@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from ..decisions import decision_items
 from ..errors import ConfigurationError
+from ..text import check_input
 from .errors import ApiError
 
 KIB = 1024
@@ -69,8 +70,9 @@ class Limits:
             raise too_large(field, f"{size} bytes of JSON", limit_name, f"{limit} bytes")
 
     def metadata(self, field: str, value: Any) -> None:
-        """The metadata of a thread or a run: its bytes, and how many keys and values it
-        holds at every depth."""
+        """The metadata of a thread or a run: storable (no NUL, lone surrogate, NaN or
+        infinity: ``InvalidText``, 422), its bytes, and how many keys and values it holds at
+        every depth."""
         if value is None:
             return
         self.json_value(field, value, "max_metadata_bytes", self.max_metadata_bytes)
@@ -78,6 +80,7 @@ class Limits:
         if count > self.max_metadata_values:
             raise too_large(field, f"more than {self.max_metadata_values} keys and values",
                             "max_metadata_values", str(self.max_metadata_values))
+        check_input(value, field)
 
     def decisions(self, raw: Any) -> None:
         """Every text and edited argument object of a decisions body, whatever its shape
