@@ -108,6 +108,11 @@ def _storable(value: str) -> str:
 
 ThreadId = Annotated[str, AfterValidator(_storable)]
 ToolName = Annotated[str, AfterValidator(_storable)]
+Storable = Annotated[str, AfterValidator(_storable)]
+"""Any other id or text of a path or query that a store is asked about: NUL and lone
+surrogates are refused (422), never sent to the database (Postgres refuses NUL: a 503)."""
+MAX_ROW_ID = 2**63 - 1
+"""The largest id a row can have (a signed 64-bit integer, in SQLite and Postgres)."""
 Wait = Annotated[bool, Query(description="Wait for the run to pause or finish and return its "
                                          "outcome (200) instead of 202.")]
 
@@ -177,7 +182,7 @@ async def list_threads(
     before: Annotated[datetime | None, Query(
         description="Only threads updated before this time (the previous page's next_before)."
     )] = None,
-    before_id: Annotated[str | None, Query(
+    before_id: Annotated[Storable | None, Query(
         description="With before: the previous page's next_before_id, so that threads with "
         "the same updated_at are neither skipped nor repeated.")] = None,
     q: Annotated[str | None, Query(
@@ -236,7 +241,7 @@ async def get_thread(state: State, caller: Caller, thread_id: ThreadId) -> Threa
 @router.get("/threads/{thread_id}/calls/{tool_call_id}", tags=["review"],
             responses=_err(401, 403, 404))
 async def call_outcome(state: State, caller: Caller, thread_id: ThreadId,
-                       tool_call_id: str) -> dict[str, Any]:
+                       tool_call_id: Storable) -> dict[str, Any]:
     """Who decided one call, what and when. Readable by the thread's readers and by anyone
     who could decide the call, so a reviewer who lost a race to another sees who won it."""
     outcome = await state.agent.acall_outcome(thread_id, tool_call_id,
@@ -341,7 +346,7 @@ async def _audit_page(state: ServerState, caller: Identity, thread_id: str | Non
     return AuditPage(records=records, next_after_id=nxt)
 
 
-AfterId = Annotated[int, Query(ge=0, description="Rows after this global id.")]
+AfterId = Annotated[int, Query(ge=0, le=MAX_ROW_ID, description="Rows after this global id.")]
 Limit = Annotated[int, Query(ge=1, le=5000)]
 
 

@@ -34,7 +34,7 @@ from ..notify.render import args_text, args_whole, path_lines, visible
 from ..outbox import OutboxEvent
 from ..review_request import read_request
 from ..storage.base import ROW_ONLY
-from .api import Caller
+from .api import Caller, Storable, ThreadId
 from .errors import ApiError
 from .state import ServerState, get_state
 
@@ -73,7 +73,7 @@ def _reviewer(state: ServerState, person: Person) -> Reviewer:
 async def list_outbox(
     state: State, caller: Caller,
     status: Annotated[str | None, Query(pattern="^(pending|delivered|dead)$")] = None,
-    thread_id: str | None = None,
+    thread_id: ThreadId | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[dict[str, Any]]:
     """Notification events and their deliveries, oldest first (``status=dead``: the ones that
@@ -85,7 +85,7 @@ async def list_outbox(
 
 
 @router.post("/api/outbox/{event_id}/retry", tags=["notifications"])
-async def retry_outbox(state: State, caller: Caller, event_id: str) -> dict[str, Any]:
+async def retry_outbox(state: State, caller: Caller, event_id: Storable) -> dict[str, Any]:
     """Deliver a dead event again (its dead deliveries start over; the id stays the same).
     Admins only."""
     check_admin(caller.reviewer(), "retry notification deliveries")
