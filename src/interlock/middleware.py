@@ -184,10 +184,10 @@ def _stricter(first: ReviewMark, second: ReviewMark) -> ReviewMark:
     allow (``reject`` only where they share none: no approval both would allow), the roles
     both name, the larger quorum, no self-approval or remembering if either forbids it, the
     earlier deadline, a request of its own if either asks for one. Where the two name roles
-    with none in common, no reviewer role could satisfy both: the first hook's stand and an
-    :class:`~interlock.InterlockWarning` says so (give the hooks a role in common). The
-    first hook's description, reason and escalation stand, or the second's where the first
-    has none."""
+    with none in common, no role approves for both: the call may only be rejected (by a
+    holder of either's roles) and an :class:`~interlock.InterlockWarning` says so (give the
+    hooks a role in common). The first hook's description, reason and escalation stand, or
+    the second's where the first has none."""
     allowed = tuple(d for d in first.allowed_decisions if d in second.allowed_decisions)
     roles = first.reviewers
     if roles is None:
@@ -198,9 +198,10 @@ def _stricter(first: ReviewMark, second: ReviewMark) -> ReviewMark:
             warnings.warn(InterlockWarning(
                 f"Two middleware review the same call with roles that have none in common "
                 f"({first.by or 'a hook'}: {', '.join(roles)}; {second.by or 'a hook'}: "
-                f"{', '.join(second.reviewers)}); the first's stand. Give both a role in "
-                f"common so that one reviewer can satisfy both."), stacklevel=3)
-        roles = shared or roles
+                f"{', '.join(second.reviewers)}): no role approves for both, so the call may "
+                f"only be rejected. Give both a role in common."), stacklevel=3)
+            allowed = ()
+        roles = shared or (*roles, *(r for r in second.reviewers if r not in roles))
     deadlines = [d for d in (first.expires_after, second.expires_after) if d is not None]
     return replace(
         first, allowed_decisions=allowed or ("reject",), reviewers=roles,
@@ -210,6 +211,8 @@ def _stricter(first: ReviewMark, second: ReviewMark) -> ReviewMark:
         expires_after=min(deadlines) if deadlines else None,
         per_call=first.per_call or second.per_call,
         reason=first.reason if first.reason is not None else second.reason,
+        # both hooks reviewed it (a policy judges again only the calls it paused itself)
+        by=first.by if second.by in first.by.split("+") else f"{first.by}+{second.by}",
         escalate_to=first.escalate_to if first.escalate_to is not None else second.escalate_to,
         escalate_after=first.escalate_after if first.escalate_to is not None
         else second.escalate_after)

@@ -177,7 +177,9 @@ class Tool:
         model_name = "".join(p.capitalize() for p in self.name.replace("-", "_").split("_"))
         try:
             return create_model(
-                f"{model_name}Args", __config__=ConfigDict(extra="forbid"), **fields
+                # "NaN" / "Infinity" / "1e400" are no number a reviewer could have seen run
+                f"{model_name}Args", __config__=ConfigDict(extra="forbid", allow_inf_nan=False),
+                **fields
             )
         except (PydanticUserError, TypeError) as exc:
             raise self._at_fault(fields, exc, schema=False) from None

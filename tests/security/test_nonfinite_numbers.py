@@ -198,3 +198,38 @@ async def test_a_models_nonfinite_number_never_runs_and_the_audit_stays_intact(
     assert call.args == {"data": {"limit": "Infinity", "ratio": "NaN", "ok": 1.5}}
     assert call.args_error and "NaN or Infinity" in call.args_error
     assert await again.averify_audit() == []
+
+
+@tool
+def set_limit(value: float) -> str:
+    """Set a limit (runs without review)."""
+    RAN.append(("set_limit", value))
+    return "ok"
+
+
+@tool
+def pay(amount: float) -> str:
+    """Pay an amount."""
+    RAN.append(("pay", amount))
+    return "ok"
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e400", "nan", "inf"])
+def test_a_number_written_as_a_string_never_becomes_nan_or_infinity(text: str) -> None:
+    """A float parameter does not read "NaN", "Infinity" or "1e400" as a number: from a model,
+    an ungated call fails with the tool's argument error; a reviewer's edit is refused."""
+    RAN.clear()
+    agent = Agent(model=ScriptedModel([[{"name": "set_limit", "args": {"value": text}},
+                                        {"name": "pay", "args": {"amount": 10}}], "done"]),
+                  tools=[set_limit, pay],
+                  middleware=[HumanInTheLoop(interrupt_on={"pay": True})])
+    r = agent.invoke("go", thread_id="t")
+    assert r.status == "interrupted" and RAN == []
+    with pytest.raises(InterlockError, match="finite"):
+        agent.resume("t", [{"type": "edit", "edited_action": {"name": "pay",
+                                                              "args": {"amount": text}}}])
+    assert RAN == []
+    r = agent.resume("t", [{"type": "approve"}])
+    assert r.status == "completed" and RAN == [("pay", 10)]
+    failed = [m for m in r.messages if isinstance(m, ToolMessage) and m.name == "set_limit"]
+    assert failed and failed[0].status == "error"

@@ -662,3 +662,108 @@ def test_two_hooks_with_no_decision_or_role_in_common(tmp_path: Path) -> None:
         with pytest.raises((InvalidDecision, NotAuthorized)):
             agent.resume("t", [{"type": "approve"}], reviewer=OLGA)
         assert RAN == []
+
+
+class ReviewAll(Middleware):
+    def after_model(self, turn: ModelTurn) -> None:
+        for call in turn.calls:
+            turn.review(call, description="guarded transfer")
+
+
+@pytest.mark.parametrize("guard_first", [True, False])
+def test_a_when_policy_that_reviewed_a_call_with_another_hook_judges_it_after_a_redeploy(
+        tmp_path: Path, guard_first: bool) -> None:
+    def make(approvals: int) -> Agent:
+        hitl = HumanInTheLoop(interrupt_on={"transfer": InterruptOn(
+            reviewers=["finance"], approvals=approvals,
+            when=lambda c: c.args["amount"] > 1000)})
+        return Agent(model=_model(90000), tools=[transfer],
+                     middleware=[ReviewAll(), hitl] if guard_first else [hitl, ReviewAll()],
+                     checkpointer=SqliteCheckpointer(tmp_path / "a.db"))
+
+    make(1).invoke("pay", thread_id="t")
+    r = make(2).resume("t", [{"type": "approve"}], reviewer=FRED)
+    assert r.status == "interrupted" and RAN == []
+
+
+def test_two_hooks_with_no_role_in_common_allow_only_a_rejection(tmp_path: Path) -> None:
+    class FinanceOnly(Middleware):
+        def after_model(self, turn: ModelTurn) -> None:
+            for call in turn.calls:
+                turn.review(call, description="finance", reviewers=["finance"])
+
+    agent = Agent(model=_model(5), tools=[transfer],
+                  middleware=[HumanInTheLoop(interrupt_on={"transfer": InterruptOn(
+                      reviewers=["ops"])}), FinanceOnly()],
+                  checkpointer=SqliteCheckpointer(tmp_path / "a.db"))
+    with pytest.warns(InterlockWarning, match="may only be rejected"):
+        agent.invoke("pay", thread_id="t")
+    for who in (OLGA, FRED):
+        with pytest.raises(InvalidDecision):
+            agent.resume("t", [{"type": "approve"}], reviewer=who)
+    r = agent.resume("t", [{"type": "reject"}], reviewer=OLGA)
+    assert r.status == "completed" and RAN == []
+
+
+EDIT_ONLY_CHILD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from interlock import (Agent, HumanInTheLoop, InterruptOn, Reviewer, ScriptedModel,
+                           SqliteCheckpointer, tool)
+
+    DB, MARK = Path(sys.argv[1]), Path(sys.argv[2])
+
+    @tool
+    def execute_sql(query: str) -> str:
+        \"\"\"Run SQL.\"\"\"
+        if sys.argv[3] == "child":
+            MARK.write_text("started")
+            time.sleep(60)
+        with open(str(MARK) + ".ran", "a") as f:
+            f.write(query + "\\n")
+        return "ok"
+
+    def make():
+        return Agent(model=ScriptedModel([{"name": "execute_sql",
+                                           "args": {"query": "DELETE FROM t"}, "id": "s1"},
+                                          "done"]),
+                     tools=[execute_sql],
+                     middleware=[HumanInTheLoop(interrupt_on={"execute_sql": InterruptOn(
+                         allowed_decisions=["edit", "reject"])})],
+                     checkpointer=SqliteCheckpointer(DB))
+
+    if sys.argv[3] == "child":
+        a = make()
+        a.invoke("go", thread_id="u")
+        a.resume("u", [{"type": "edit", "edited_action": {
+            "name": "execute_sql", "args": {"query": "DELETE FROM t WHERE id=1"}}}],
+            reviewer=Reviewer("dora", frozenset()))
+""")
+
+
+@pytest.mark.slow
+def test_run_it_again_on_an_edit_only_tool_runs_once(tmp_path: Path) -> None:
+    seen = _crash_then(tmp_path, EDIT_ONLY_CHILD, """
+        import json
+        a = make()
+        a.recover("u")
+        r = a.resume("u", [{"type": "approve"}])
+        print(json.dumps({"status": r.status}))
+    """)
+    assert seen == {"status": "completed"}
+    assert (tmp_path / "mark.ran").read_text() == "DELETE FROM t WHERE id=1\n"
+
+
+@pytest.mark.postgres
+def test_the_audit_verifies_after_an_edited_call_was_asked_again(pg_pair: Any) -> None:
+    from interlock.worker import Worker
+
+    api = _hitl_agent(pg_pair(), InterruptOn())
+    runner = _hitl_agent(pg_pair(), InterruptOn(reviewers=["finance"], approvals=2))
+    api.invoke("pay", thread_id="t", reviewer=OLGA)
+    state = _queue_and_run(api, Worker(runner), "t", _edit("b", 2), OLGA)
+    assert state.interrupts[0].value.action_requests[0].reason == "policy_changed"
+    for who in (FRED, FIONA):
+        runner.resume("t", [{"type": "approve", "revision": 2}], reviewer=who)
+    assert RAN == [("b", 2)]
+    assert runner.verify_audit() == []

@@ -64,13 +64,15 @@ class RunDeps:
         return None
 
     def declared_policy(self, tool_name: str, marked_by: str | None) -> InterruptOn | None:
-        """The rules ``tool_name``'s policy declares now, for a call the middleware named
-        ``marked_by`` paused: a policy with a ``when`` predicate applies only to calls it
-        paused itself (its ``when`` held for them; it is not evaluated again)."""
+        """The rules ``tool_name``'s policy declares now, for a call the middleware named in
+        ``marked_by`` paused (``A+B``: both reviewed it): a policy with a ``when`` predicate
+        applies only to calls it paused itself (its ``when`` held for them; it is not
+        evaluated again)."""
+        marked = (marked_by or "").split("+")
         for m in self.middleware:
             if m.policy_for is not None and isinstance(p := m.policy_for(tool_name),
                                                        InterruptOn):
-                return p if p.when is None or m.name == marked_by else None
+                return p if p.when is None or m.name in marked else None
         return None
 
     def describe(self, call: ToolCall, thread_id: str,

@@ -125,9 +125,10 @@ def _asks_more(e: JournalEntry, judged: ReviewConfig, now: ReviewConfig,
     under), in words; ``None``: nothing. An approval must be allowed by the rules of the
     revision that runs; an edit (its editor's approval of the revision it made) by the policy
     of the tool it edited (``edits``)."""
-    assert e.decision is not None
+    assert e.decision is not None and e.review is not None
     why: list[str] = []
-    if e.decision.type == "approve" and "approve" not in now.allowed_decisions:
+    retry = e.review.reason == "outcome_unknown"  # "run it again": its own decisions
+    if e.decision.type == "approve" and "approve" not in now.allowed_decisions and not retry:
         why.append("it may no longer be approved")
     if e.decision.type == "edit" and edits is not None and (
             "edit" not in edits.allowed_decisions):
@@ -163,7 +164,8 @@ async def ask_again_if_stricter(txn: ThreadTxn, deps: RunDeps,
         if policy is None and edits is None:
             continue
         judged = stored_rules(e.review, call.name, now)
-        rules = tightened(judged, policy) if policy is not None else judged
+        rules = tightened(judged, policy, decisions=e.review.reason != "outcome_unknown") \
+            if policy is not None else judged
         why = _asks_more(e, judged, rules, edits)
         if why is None:
             continue

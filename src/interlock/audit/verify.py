@@ -181,8 +181,9 @@ def _check_entry(tid: str, e: JournalEntry, rows: list[AuditRecord]) -> list[Aud
                 out.append(_problem(tid, r, f"the journal's call {cid!r} ({e.name}) differs "
                                     f"from the call this {r.kind} row signed"))
         elif r.kind == "request_raised":
-            # a review of an outcome-unknown call shows what ran (the edited call, if edited)
-            unknown = d.get("reason") == "outcome_unknown"
+            # a review of an outcome-unknown call shows what ran (the edited call, if edited),
+            # and one asked again under a changed policy what would run
+            unknown = d.get("reason") in ("outcome_unknown", "policy_changed")
             shown = (run_name, run_args) if unknown else (e.name, e.args)
             if d.get("name") != shown[0] or d.get("args_sha256") != digest(shown[1]):
                 out.append(_problem(tid, r, f"the journal's call {cid!r} ({e.name}) differs "
