@@ -228,38 +228,46 @@ def test_a_remembered_approval_still_applies_under_the_same_policy(tmp_path: Pat
 
 # -- "outcome unknown" after a crash ----------------------------------------------------------
 
-CHILD = textwrap.dedent("""
-    import sys, time
-    from pathlib import Path
-    from interlock import (Agent, HumanInTheLoop, InterruptOn, Reviewer, ScriptedModel,
-                           SqliteCheckpointer, tool)
+def _sql_child(policy: str, decide: str) -> str:
+    """An agent module whose ``execute_sql`` runs ``DELETE FROM t`` under ``policy`` (an
+    ``InterruptOn(...)`` expression); run as ``child`` it decides with ``decide`` (statements on
+    ``a``) and hangs in the tool; run otherwise, ``make()`` builds the same agent."""
+    return textwrap.dedent("""
+        import sys, time
+        from pathlib import Path
+        from interlock import (Agent, HumanInTheLoop, InterruptOn, Reviewer, ScriptedModel,
+                               SqliteCheckpointer, tool)
 
-    DB, MARK = Path(sys.argv[1]), Path(sys.argv[2])
+        DB, MARK = Path(sys.argv[1]), Path(sys.argv[2])
 
-    @tool
-    def execute_sql(query: str) -> str:
-        \"\"\"Run SQL.\"\"\"
+        @tool
+        def execute_sql(query: str) -> str:
+            \"\"\"Run SQL.\"\"\"
+            if sys.argv[3] == "child":
+                MARK.write_text("started")
+                time.sleep(60)
+            with open(str(MARK) + ".ran", "a") as f:
+                f.write(query + "\\n")
+            return "ok"
+
+        def make():
+            return Agent(model=ScriptedModel([{"name": "execute_sql",
+                                               "args": {"query": "DELETE FROM t"}, "id": "s1"},
+                                              "done"]),
+                         tools=[execute_sql],
+                         middleware=[HumanInTheLoop(interrupt_on={"execute_sql": POLICY})],
+                         checkpointer=SqliteCheckpointer(DB))
+
         if sys.argv[3] == "child":
-            MARK.write_text("started")
-            time.sleep(60)
-        with open(str(MARK) + ".ran", "a") as f:
-            f.write(query + "\\n")
-        return "ok"
+            a = make()
+    """).replace("POLICY", policy) + textwrap.indent(textwrap.dedent(decide), "    ")
 
-    def make():
-        return Agent(model=ScriptedModel([{"name": "execute_sql", "args": {"query": "DELETE FROM t"},
-                                           "id": "s1"}, "done"]),
-                     tools=[execute_sql],
-                     middleware=[HumanInTheLoop(interrupt_on={"execute_sql": InterruptOn(
-                         allowed_decisions=["approve", "reject"], reviewers=["dba"],
-                         approvals=2)})],
-                     checkpointer=SqliteCheckpointer(DB))
 
-    if sys.argv[3] == "child":
-        a = make()
-        a.invoke("go", thread_id="u", reviewer=Reviewer("dan", frozenset({"dba"})))
-        a.resume("u", [{"type": "approve"}], reviewer=Reviewer("dan", frozenset({"dba"})))
-        a.resume("u", [{"type": "approve"}], reviewer=Reviewer("dora", frozenset({"dba"})))
+CHILD = _sql_child(
+    'InterruptOn(allowed_decisions=["approve", "reject"], reviewers=["dba"], approvals=2)', """
+    a.invoke("go", thread_id="u", reviewer=Reviewer("dan", frozenset({"dba"})))
+    a.resume("u", [{"type": "approve"}], reviewer=Reviewer("dan", frozenset({"dba"})))
+    a.resume("u", [{"type": "approve"}], reviewer=Reviewer("dora", frozenset({"dba"})))
 """)
 
 
@@ -705,39 +713,11 @@ def test_two_hooks_with_no_role_in_common_allow_only_a_rejection(tmp_path: Path)
     assert r.status == "completed" and RAN == []
 
 
-EDIT_ONLY_CHILD = textwrap.dedent("""
-    import sys, time
-    from pathlib import Path
-    from interlock import (Agent, HumanInTheLoop, InterruptOn, Reviewer, ScriptedModel,
-                           SqliteCheckpointer, tool)
-
-    DB, MARK = Path(sys.argv[1]), Path(sys.argv[2])
-
-    @tool
-    def execute_sql(query: str) -> str:
-        \"\"\"Run SQL.\"\"\"
-        if sys.argv[3] == "child":
-            MARK.write_text("started")
-            time.sleep(60)
-        with open(str(MARK) + ".ran", "a") as f:
-            f.write(query + "\\n")
-        return "ok"
-
-    def make():
-        return Agent(model=ScriptedModel([{"name": "execute_sql",
-                                           "args": {"query": "DELETE FROM t"}, "id": "s1"},
-                                          "done"]),
-                     tools=[execute_sql],
-                     middleware=[HumanInTheLoop(interrupt_on={"execute_sql": InterruptOn(
-                         allowed_decisions=["edit", "reject"])})],
-                     checkpointer=SqliteCheckpointer(DB))
-
-    if sys.argv[3] == "child":
-        a = make()
-        a.invoke("go", thread_id="u")
-        a.resume("u", [{"type": "edit", "edited_action": {
-            "name": "execute_sql", "args": {"query": "DELETE FROM t WHERE id=1"}}}],
-            reviewer=Reviewer("dora", frozenset()))
+EDIT_ONLY_CHILD = _sql_child('InterruptOn(allowed_decisions=["edit", "reject"])', """
+    a.invoke("go", thread_id="u")
+    a.resume("u", [{"type": "edit", "edited_action": {
+        "name": "execute_sql", "args": {"query": "DELETE FROM t WHERE id=1"}}}],
+        reviewer=Reviewer("dora", frozenset()))
 """)
 
 
