@@ -119,6 +119,26 @@ async def handle_unknown(txn: ThreadTxn, deps: RunDeps, message: AssistantMessag
     await txn.flush()
 
 
+def _may_ask_more(e: JournalEntry, policy: InterruptOn | None,
+                  edits: InterruptOn | None) -> bool:
+    """False where the policies plainly ask nothing beyond the stored rules of ``e`` (read
+    off the stored fields, before any rules are built: the usual case, on every run)."""
+    r = e.review
+    assert r is not None and e.decision is not None
+    if edits is not None and "edit" not in edits.allowed_decisions:
+        return True
+    if policy is None:
+        return False
+    if e.decision.type == "approve" and r.reason != "outcome_unknown" and (
+            "approve" not in policy.allowed_decisions or "approve" not in r.allowed_decisions):
+        return True
+    if policy.reviewers is not None and (r.reviewers is None or not set(r.reviewers) <= {
+            *policy.reviewers, *(policy.escalate_to or ())}):
+        return True
+    return policy.approvals > (r.approvals or 1) or (
+        not policy.self_approval and r.self_approval is not False)
+
+
 def _asks_more(e: JournalEntry, judged: ReviewConfig, now: ReviewConfig,
                edits: InterruptOn | None) -> str | None:
     """What the rules ``now`` ask beyond ``judged`` (those the decision of ``e`` was judged
@@ -151,7 +171,6 @@ async def ask_again_if_stricter(txn: ThreadTxn, deps: RunDeps,
     batched: list[PendingCall] = []
     own: list[PendingCall] = []
     entries: list[JournalEntry] = []
-    now = txn.now()
     for c in message.tool_calls:
         e = txn.snapshot.journal[c.id]
         if e.state not in (CallState.APPROVED, CallState.EDITED) or e.review is None or (
@@ -161,8 +180,9 @@ async def ask_again_if_stricter(txn: ThreadTxn, deps: RunDeps,
         edits = deps.declared_policy(e.name, e.review.by) if e.decision.type == "edit" \
             else None
         policy = deps.declared_policy(call.name, e.review.by)
-        if policy is None and edits is None:
+        if not _may_ask_more(e, policy, edits):
             continue
+        now = txn.now()
         judged = stored_rules(e.review, call.name, now)
         rules = tightened(judged, policy, decisions=e.review.reason != "outcome_unknown") \
             if policy is not None else judged

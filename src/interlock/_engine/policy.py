@@ -89,6 +89,14 @@ def tightened(config: ReviewConfig, rules: ReviewMark | ReviewConfig | Interrupt
     self-approval if either forbids it, no remembering if either forbids it.
     ``decisions=False``: the allowed decisions stay ``config``'s (an "outcome unknown"
     question offers its own)."""
+    need = rules.approvals_required if isinstance(rules, ReviewConfig) else rules.approvals
+    if (not decisions or all(d in rules.allowed_decisions for d in config.allowed_decisions)) \
+            and (rules.reviewers is None or (config.reviewers is not None and all(
+                r in rules.reviewers for r in config.reviewers))) \
+            and need <= config.approvals_required \
+            and (rules.self_approval is not False or config.self_approval is False) \
+            and (rules.allow_remember or not config.allow_remember):
+        return config  # nothing stricter (the usual case: the same policy)
     allowed = list(config.allowed_decisions)
     if decisions:
         allowed = [d for d in allowed if d in rules.allowed_decisions] or ["reject"]
@@ -100,8 +108,7 @@ def tightened(config: ReviewConfig, rules: ReviewMark | ReviewConfig | Interrupt
         roles = theirs
     elif theirs is not None:
         roles = [r for r in roles if r in theirs] or roles
-    need = max(config.approvals_required, rules.approvals_required
-               if isinstance(rules, ReviewConfig) else rules.approvals)
+    need = max(config.approvals_required, need)
     self_ok = config.self_approval is not False and rules.self_approval is not False
     update = {
         "allowed_decisions": allowed, "reviewers": roles,
