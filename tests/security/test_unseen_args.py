@@ -486,3 +486,41 @@ def test_backticks_in_arguments_never_end_slacks_code_block() -> None:
         assert whole
         inner = text[3:-3]
         assert text.startswith("```") and text.endswith("```") and "``" not in inner
+
+
+@pytest.mark.browser
+def test_keys_act_on_the_call_being_worked_on(browser: Browser, served_agent: Agent) -> None:
+    """A request of two calls, the long (clipped) one first: A with the focus on the short
+    call's card decides the short call, never the long one; and a first A that shows the long
+    call's hidden part moves the focus there, so the next A decides the call just shown."""
+    agent = served_agent
+    calls = [{"name": "run_sql", "args": {"sql": LONG}, "id": "c_long"},
+             {"name": "run_sql", "args": {"sql": SHORT}, "id": "c_short"}]
+    with inbox(browser, agent) as (page, url, sent):
+        r = httpx.post(f"{url}/api/threads", params={"wait": "true"}, headers=as_("hal"),
+                       timeout=60, json={"thread_id": "two", "message": json.dumps(calls)})
+        assert r.status_code == 200 and r.json()["status"] == "interrupted", r.text
+        page.goto(f"{url}/#/t/two")
+        long_card = page.locator('.card[data-call-id="c_long"]')
+        short_card = page.locator('.card[data-call-id="c_short"]')
+        expect(clipped(long_card)).to_have_count(1)
+        short_card.get_by_role("button", name="Approve", exact=True).focus()
+        page.keyboard.press("a")
+        expect(short_card.locator(".confirm")).to_be_visible()
+        assert not long_card.locator(".confirm").is_visible()
+        expect(clipped(long_card)).to_have_count(1)
+        page.keyboard.press("Enter")
+        deadline = time.monotonic() + 15
+        while executions() != [f"run_sql {SHORT}"]:
+            assert time.monotonic() < deadline, executions()
+            time.sleep(0.05)
+        assert sent == ["two/decisions"]
+        # the long call: the first A shows it and takes the focus, the second asks about it
+        long_card.get_by_role("button", name="Approve", exact=True).focus()
+        page.keyboard.press("a")
+        expect(long_card.get_by_text(HIDDEN_NOTE)).to_be_visible()
+        page.keyboard.press("a")
+        expect(long_card.locator(".confirm")).to_contain_text("It runs at once.")
+        page.keyboard.press("Enter")
+        completes(agent, "two")
+    assert executions() == [f"run_sql {SHORT}", f"run_sql {LONG}"]

@@ -766,6 +766,8 @@ function reviewCard(t, intr, action, config, tool) {
     showText(error, "Part of the arguments was hidden. They are shown in full now: read them, "
       + "then approve again.");
     argsEl.scrollIntoView({ block: "nearest" });
+    // the next key acts on this call, whose arguments were just shown
+    card.querySelector(":scope > .actions > button.approve")?.focus({ preventScroll: true });
     return false;
   }
 
@@ -1272,7 +1274,10 @@ function onKey(e) {
     if (open) { e.preventDefault(); open.click(); document.querySelector(".cancel-reason")?.focus(); }
     return;
   }
-  const card = currentCard();
+  // the call whose card has the focus (a reviewer on the second call's card decides that
+  // one), else the first still waiting
+  const focused = target.closest && target.closest("#detail .requests .card:not(.decided)");
+  const card = focused || currentCard();
   const action = card && card.keys && card.keys[key];
   if (action && !card.querySelector(":scope > .actions > button")?.disabled) {
     e.preventDefault();
