@@ -60,6 +60,7 @@ from .errors import (
 from .events import Event, RunCompleted
 from .inputs import Command as Command  # its import path since the start
 from .inputs import coerce_input as _coerce_input
+from .inputs import count_of as _count
 from .inputs import known_thread as _known
 from .inputs import resumed_thread
 from .inputs import reviewer_of as _reviewer
@@ -536,6 +537,9 @@ class Agent:
         it, as Postgres's ``jsonb @>`` decides (``{"user": "ann"}`` finds the threads whose
         ``user`` is ``"ann"``; see :func:`interlock.storage.base.metadata_contains`)."""
         rv, _ = _reviewer(reviewer)
+        limit = _count("limit", limit, 1)
+        if before_id is not None:
+            before_id = _known(before_id, create=True)
         # only passed when asked for: a store written before the filter existed still lists
         extra: dict[str, Any] = {"metadata": dict(metadata)} if metadata else {}
         if rv is None or rv.is_admin:
@@ -592,6 +596,7 @@ class Agent:
         """Audit rows in insertion order. With ``reviewer``: only rows of threads it may read
         (one thread it may not read: :class:`NotAuthorized`)."""
         rv, _ = _reviewer(reviewer)
+        after_id, limit = _count("after_id", after_id, 0), _count("limit", limit, 1)
         if rv is None or rv.is_admin:
             return await self.checkpointer.audit(thread_id=thread_id and _known(thread_id),
                                                  after_id=after_id, limit=limit)

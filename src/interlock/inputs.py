@@ -198,3 +198,17 @@ def resumed_thread(thread_id: object) -> str:
             f"the thread id is missing."
         )
     return thread_id
+
+
+MAX_INDEX = 2**63 - 1
+"""The largest row id or count any store takes (a signed 64-bit integer)."""
+
+
+def count_of(name: str, value: object, minimum: int) -> int:
+    """A paging parameter (``limit``, ``after_id``): a whole number from ``minimum`` to
+    :data:`MAX_INDEX`, else a :class:`ConfigurationError` naming it (nothing is read)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            minimum <= value <= MAX_INDEX):
+        raise ConfigurationError(
+            f"{name}={short(value)}: give a whole number from {minimum} to {MAX_INDEX:,}.")
+    return value

@@ -11,6 +11,7 @@ from .. import display
 from .._sync import run_blocking
 from ..agent import Agent
 from ..audit.verify import AuditHead
+from ..inputs import MAX_INDEX
 from ..storage.base import AuditRecord
 from ..subagent_tree import audit_with_subagents
 from ._common import CliError, CliUsageError, dump_json, out, with_agent
@@ -41,7 +42,8 @@ def _all_records(agent: Agent, thread_id: str | None, keep: int | None,
 @click.argument("action", required=False, type=click.Choice(["verify", "export-head"]),
                 metavar="[verify|export-head]")
 @click.option("--thread", "thread_id", metavar="THREAD", help="Only this thread's records.")
-@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True, metavar="N",
+@click.option("--limit", type=click.IntRange(1, MAX_INDEX), default=200, show_default=True,
+              metavar="N",
               help="Show the most recent N records.")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON.")
 @click.option("--subagents", is_flag=True,

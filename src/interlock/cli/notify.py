@@ -12,6 +12,7 @@ import click
 from .._sync import run_blocking
 from ..agent import Agent
 from ..errors import ConfigurationError, MissingDependency
+from ..inputs import MAX_INDEX
 from ..outbox import OutboxEvent
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def _row(e: OutboxEvent) -> str:
 @click.option("--status", type=click.Choice(["pending", "delivered", "dead"]),
               help="Only events with this status.")
 @click.option("--thread", "thread_id", metavar="THREAD", help="Only this thread's events.")
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_INDEX), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
 @click.option("--older-than", "older_than", type=click.FloatRange(min=0), default=30.0,
               show_default=True, metavar="DAYS",

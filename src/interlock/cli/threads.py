@@ -11,6 +11,7 @@ from rich.text import Text
 
 from .. import display
 from ..agent import Agent
+from ..inputs import MAX_INDEX
 from ..storage.base import FINAL_STATES
 from ._common import (
     STATUSES,
@@ -34,7 +35,8 @@ from ._render import (
 @click.command("threads")
 @click.option("--status", type=click.Choice(STATUSES),
               help="Only threads with this status (interrupted = waiting for a decision).")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, metavar="N",
+@click.option("--limit", type=click.IntRange(1, MAX_INDEX), default=50, show_default=True,
+              metavar="N",
               help="At most this many threads, most recently updated first.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @with_agent()
