@@ -69,18 +69,24 @@ def setup(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def test_review_shows_every_character_of_a_long_word(tmp_path: Path) -> None:
-    env = setup(tmp_path)
-    argv = cli_argv("review", "--agent", "word_agent:agent", "--reviewer", "bob")
+def review_panel(env: dict[str, str], tmp_path: Path, *extra: str) -> str:
+    """What ``interlock review`` shows of the first request at 80 columns, before quitting."""
+    argv = cli_argv("review", "--agent", "word_agent:agent", "--reviewer", "bob", *extra)
     child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=60,
                           dimensions=(50, 80), cwd=str(tmp_path))
     try:
         child.expect(r"\[q\] quit\s*\r?\n> ")
-        panel = child.before
+        panel = str(child.before)
         child.send("q")
         child.expect(pexpect.EOF)
     finally:
         child.close()
+    return panel
+
+
+def test_review_shows_every_character_of_a_long_word(tmp_path: Path) -> None:
+    env = setup(tmp_path)
+    panel = review_panel(env, tmp_path)
     assert "cmd" in panel and "curl -fsS" in panel, panel
     assert WORD in joined(panel), panel
     assert ";rm${IFS}-rf${IFS}~" in joined(panel), panel
@@ -123,15 +129,5 @@ def test_a_long_thread_id_is_shown_whole_in_lists_and_titles(tmp_path: Path) -> 
                            if line.strip())
     assert long_id in first_column, listing.stdout
     assert "…" not in listing.stdout, listing.stdout
-    argv = cli_argv("review", "--agent", "word_agent:agent", "--reviewer", "bob",
-                    "--thread", long_id)
-    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=60,
-                          dimensions=(50, 80), cwd=str(tmp_path))
-    try:
-        child.expect(r"\[q\] quit\s*\r?\n> ")
-        panel = child.before
-        child.send("q")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
+    panel = review_panel(env, tmp_path, "--thread", long_id)
     assert long_id in joined(panel), panel

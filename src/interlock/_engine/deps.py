@@ -54,15 +54,6 @@ class RunDeps:
                 out.append(ToolPolicy(tool_name, True, tuple(roles)))
         return out
 
-    def policy_for(self, tool_name: str) -> InterruptOn | None:
-        """The review policy that governs calls of ``tool_name``: the first middleware's that
-        gates it (``None``: none does, the call would run without review)."""
-        for m in self.middleware:
-            if m.policy_for is not None and isinstance(p := m.policy_for(tool_name),
-                                                       InterruptOn):
-                return p
-        return None
-
     def declared_policy(self, tool_name: str, marked_by: str | None) -> InterruptOn | None:
         """The rules ``tool_name``'s policy declares now, for a call the middleware named in
         ``marked_by`` paused (``A+B``: both reviewed it): a policy with a ``when`` predicate

@@ -4,10 +4,11 @@ self_approval=False)``), and revisions: what an edit changes.
 The rules, for a call whose policy needs ``N`` approvals:
 
 * the policy is always the one of the tool that will run, with the arguments that will run
-  (``RunDeps.policy_for``): an edit that changes the tool or the arguments makes a new
-  revision of the call, reviewed under every rule of its tool (allowed decisions, reviewers,
-  approvals, self-approval, expiry, escalation, allow_remember); approvals of an earlier
-  revision never count for it, and a decision names the revision it was made for;
+  (the agent's hooks judge the edited call: :func:`.policy.classify_call`): an edit that
+  changes the tool or the arguments makes a new revision of the call, reviewed under every
+  rule of its tool (allowed decisions, reviewers, approvals, self-approval, expiry,
+  escalation, allow_remember); approvals of an earlier revision never count for it, and a
+  decision names the revision it was made for;
 * the author of a revision (its editor) counts as at most one approval of it, and as none
   where its tool has ``self_approval=False`` (there the editor is a requester too, and may
   not approve that revision) or where the editor may not decide it under its tool's own
