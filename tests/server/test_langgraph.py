@@ -292,3 +292,34 @@ def test_agent_inbox_question_and_mark_resolved(server: Server) -> None:
     assert len(server.executions()) == before + 1
     with pytest.raises(UnprocessableEntityError):
         inbox.threads.update_state(r, {"messages": []})
+
+
+def test_a_resume_of_an_answered_interrupt_says_it_was_answered(server: Server) -> None:
+    """A resume keyed by an interrupt id that was answered meanwhile (a second reviewer, a
+    double submit) on a thread with nothing else pending is 409 StaleInterrupt naming that id,
+    as when other calls are still pending: not NoPendingInterrupt, which tells the sender
+    to send a new message instead. Nothing is stored or run."""
+    client = get_sync_client(url=server.url, api_key=ALICE)
+    tid = client.threads.create()["thread_id"]
+    out = client.runs.wait(tid, "agent", input={"messages": [
+        {"role": "user", "content": "sql SELECT 'answered once'"}]})
+    (shown,) = out["__interrupt__"]
+    command: Any = {"resume": {shown["id"]: {"type": "approve"}}}
+    assert "__interrupt__" not in client.runs.wait(tid, "agent", command=command)
+    ran, rows = server.executions(), len(server.audit(tid))
+    assert ran[-1] == ("execute_sql", {"query": "SELECT 'answered once'"})
+
+    with pytest.raises(ConflictError) as created:
+        client.runs.create(tid, "agent", command=command)
+    with pytest.raises(ConflictError) as streamed:
+        list(client.runs.stream(tid, "agent", command=command, stream_mode="updates"))
+    with pytest.raises(httpx.HTTPStatusError) as waited:
+        client.runs.wait(tid, "agent", command=command)
+    bodies = [created.value.body, streamed.value.body, waited.value.response.json()]
+    for body in bodies:
+        assert isinstance(body, dict) and body["error"] == "StaleInterrupt", body
+        assert shown["id"] in body["message"] and "already answered" in body["message"]
+        assert "new message" not in body["message"] and "input=" not in body["message"]
+    assert waited.value.response.status_code == 409
+    assert server.executions() == ran and len(server.audit(tid)) == rows
+    assert client.threads.get(tid)["status"] == "idle"

@@ -128,6 +128,11 @@ def _plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
     tid = state.thread_id
     entries = pending_entries(state)
     if not entries:
+        named = _named_interrupt(resume)
+        if named is not None:
+            # the call it answers was decided (by another reviewer, a double submit) or its
+            # thread moved on: say so, rather than that nothing was ever waiting
+            raise StaleInterrupt(tid, named, [])
         raise NoPendingInterrupt(tid)
     by_id = {p.lg_id: p for p in entries}
     requests = {p.interrupt.id: p.interrupt for p in entries if p.action is not None}
@@ -167,6 +172,13 @@ def _plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
         return Plan("decide", decisions=resume, positional=[
             p.action.tool_call_id for p in reviews[:count] if p.action is not None])
     return Plan("answer", value=resume)
+
+
+def _named_interrupt(resume: Any) -> str | None:
+    """The first interrupt id a resume keyed by interrupt ids names (None: it names none)."""
+    if isinstance(resume, Mapping) and resume and not ({"type", "decisions"} & set(resume)):
+        return next((str(k) for k in resume if _looks_like_id(k)), None)
+    return None
 
 
 def _positional(plan: Plan) -> Plan:
