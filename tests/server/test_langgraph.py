@@ -323,3 +323,66 @@ def test_a_resume_of_an_answered_interrupt_says_it_was_answered(server: Server) 
     assert waited.value.response.status_code == 409
     assert server.executions() == ran and len(server.audit(tid)) == rows
     assert client.threads.get(tid)["status"] == "idle"
+
+
+def test_every_operation_the_sdk_has_and_interlock_does_not_says_so(server: Server) -> None:
+    """Each ``langgraph-sdk`` method whose operation interlock does not do (an assistant's
+    graph, schemas, subgraphs, versions; creating, updating, deleting or counting assistants;
+    re-joining a run's or a thread's stream; batches of runs, cancelling runs; crons; the
+    store) raises the SDK's ``UnprocessableEntityError`` with ``UnsupportedOperation`` and a
+    message saying what to do instead: not a bare 404 "Not Found" (which reads as a wrong
+    assistant or run id) or 405. Nothing changes."""
+    client = get_sync_client(url=server.url, api_key=ALICE)
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "agent", input={"messages": [
+        {"role": "user", "content": "sql SELECT 'unsupported'"}]}, stream_resumable=True)
+    assert "__interrupt__" in client.runs.join(tid, run["run_id"])
+    state, ran = client.threads.get_state(tid), server.executions()
+    (assistant,) = client.assistants.search()
+    aid = assistant["assistant_id"]
+    calls: dict[str, Any] = {
+        "assistants.get_graph": lambda: client.assistants.get_graph(aid),
+        "assistants.get_schemas": lambda: client.assistants.get_schemas("agent"),
+        "assistants.get_subgraphs": lambda: client.assistants.get_subgraphs(aid),
+        "assistants.create": lambda: client.assistants.create("agent"),
+        "assistants.update": lambda: client.assistants.update(aid, name="renamed"),
+        "assistants.delete": lambda: client.assistants.delete(aid),
+        "assistants.get_versions": lambda: client.assistants.get_versions(aid),
+        "assistants.set_latest": lambda: client.assistants.set_latest(aid, 1),
+        "assistants.count": lambda: client.assistants.count(),
+        "runs.join_stream": lambda: list(client.runs.join_stream(
+            tid, run["run_id"], last_event_id="-1")),
+        "threads.join_stream": lambda: list(client.threads.join_stream(tid)),
+        "runs.create_batch": lambda: client.runs.create_batch([{
+            "assistant_id": "agent", "input": {"messages": [
+                {"role": "user", "content": "sql SELECT 'batch'"}]}}]),
+        "runs.cancel_many": lambda: client.runs.cancel_many(thread_id=tid,
+                                                            run_ids=[run["run_id"]]),
+        "crons.create": lambda: client.crons.create("agent", schedule="* * * * *"),
+        "crons.create_for_thread": lambda: client.crons.create_for_thread(
+            tid, "agent", schedule="* * * * *"),
+        "crons.update": lambda: client.crons.update("c1", schedule="* * * * *"),
+        "crons.delete": lambda: client.crons.delete("c1"),
+        "crons.search": lambda: client.crons.search(),
+        "crons.count": lambda: client.crons.count(),
+        "store.put_item": lambda: client.store.put_item(["notes"], "k", {"v": 1}),
+        "store.get_item": lambda: client.store.get_item(["notes"], "k"),
+        "store.delete_item": lambda: client.store.delete_item(["notes"], "k"),
+        "store.search_items": lambda: client.store.search_items(["notes"]),
+        "store.list_namespaces": lambda: client.store.list_namespaces(),
+    }
+    wrong = {}
+    for name, call in calls.items():
+        try:
+            call()
+        except UnprocessableEntityError as exc:
+            body = exc.body
+            if not (isinstance(body, dict) and body.get("error") == "UnsupportedOperation"
+                    and "is not supported by interlock's LangGraph API" in body["message"]):
+                wrong[name] = body
+        except Exception as exc:  # every other outcome is what this test looks for
+            wrong[name] = f"{type(exc).__name__}: {exc}"
+        else:
+            wrong[name] = "no error"
+    assert wrong == {}
+    assert client.threads.get_state(tid) == state and server.executions() == ran

@@ -693,6 +693,15 @@ def build_router(fmt: Format) -> APIRouter:
     return router
 
 
+_FOLLOW = ("A run's events are streamed only to the runs.stream request that starts it; wait "
+           "for a run's end with runs.join, or read the thread (threads.get_state).")
+_ONE_ASSISTANT = ("This server has one assistant per served agent (assistants.search lists "
+                  "it); it changes only with the agent's code.")
+_NO_GRAPH = ("An interlock agent is not a LangGraph graph: it has no nodes, edges or state "
+             "schema to show. Its input is {'messages': [{'role': 'user', 'content': ...}]}, "
+             "assistants.get names its tools, and each interrupt carries response_schema, "
+             "the JSON schema of the resume that answers it.")
+
 UNSUPPORTED = [
     ("POST", "/threads/{thread_id}/runs/{run_id}/cancel", "Cancelling a run",
      "A run ends when it pauses for review or finishes; to close the thread's pending calls, "
@@ -708,6 +717,36 @@ UNSUPPORTED = [
      "Use threads.search (or GET /api/threads?count=true)."),
     ("POST", "/threads/prune", "Pruning threads",
      "Threads are kept with their audit log; see docs/durability.md for retention."),
+    ("GET", "/threads/{thread_id}/stream", "Streaming a thread (threads.join_stream)",
+     _FOLLOW),
+    ("GET", "/threads/{thread_id}/runs/{run_id}/stream", "Re-joining a run's stream "
+     "(runs.join_stream, Last-Event-ID)", _FOLLOW),
+    ("POST", "/runs/batch", "Creating runs in a batch", "Create each run with runs.create."),
+    ("POST", "/runs/cancel", "Cancelling runs",
+     "A run ends when it pauses for review or finishes; to close a thread's pending calls, "
+     "send a run with command = {'goto': '__end__'}."),
+    *[(method, path, what, _ONE_ASSISTANT) for method, path, what in (
+        ("POST", "/assistants", "Creating an assistant"),
+        ("PATCH", "/assistants/{assistant_id}", "Updating an assistant"),
+        ("DELETE", "/assistants/{assistant_id}", "Deleting an assistant"),
+        ("POST", "/assistants/{assistant_id}/versions", "Listing an assistant's versions"),
+        ("POST", "/assistants/{assistant_id}/latest", "Changing an assistant's version"),
+        ("POST", "/assistants/count", "Counting assistants"))],
+    *[("GET", path, what, _NO_GRAPH) for path, what in (
+        ("/assistants/{assistant_id}/graph", "Reading an assistant's graph"),
+        ("/assistants/{assistant_id}/schemas", "Reading an assistant's schemas"),
+        ("/assistants/{assistant_id}/subgraphs", "Reading an assistant's subgraphs"),
+        ("/assistants/{assistant_id}/subgraphs/{namespace}", "Reading an assistant's subgraphs"))],
+    *[(method, path, "Scheduling runs (crons)",
+       "Start runs from your own scheduler with runs.create.") for method, path in (
+        ("POST", "/runs/crons"), ("POST", "/threads/{thread_id}/runs/crons"),
+        ("PATCH", "/runs/crons/{cron_id}"), ("DELETE", "/runs/crons/{cron_id}"),
+        ("POST", "/runs/crons/search"), ("POST", "/runs/crons/count"))],
+    *[(method, path, "The store",
+       "interlock keeps an agent's state in its threads; it has no key-value store.")
+      for method, path in (("PUT", "/store/items"), ("GET", "/store/items"),
+                           ("DELETE", "/store/items"), ("POST", "/store/items/search"),
+                           ("POST", "/store/namespaces"))],
 ]
 """(method, path, what, what to do instead) of the LangGraph operations interlock refuses."""
 
