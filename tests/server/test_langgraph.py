@@ -22,7 +22,7 @@ from langgraph_sdk.errors import (
     UnprocessableEntityError,
 )
 
-from .conftest import ALICE, CAROL, TOKENS, bearer
+from .conftest import ALICE, BOB, CAROL, TOKENS, bearer
 from .live import ServeProcess
 
 pytestmark = pytest.mark.slow
@@ -386,3 +386,49 @@ def test_every_operation_the_sdk_has_and_interlock_does_not_says_so(server: Serv
             wrong[name] = "no error"
     assert wrong == {}
     assert client.threads.get_state(tid) == state and server.executions() == ran
+
+
+def test_a_resume_sent_for_a_checkpoint_the_thread_has_left_is_a_conflict(
+        server: Server) -> None:
+    """A client binds its resume to the state it was shown by sending that state's checkpoint
+    (``runs.create(..., command=..., checkpoint=state["checkpoint"])``). When the thread moved
+    on meanwhile (bob approved the call alice was shown, and the agent asked for another),
+    the resume is 409 StaleCheckpoint (the SDK's ``ConflictError``) and nothing is stored
+    or run: not 422 UnsupportedCheckpoint telling the client to send it again without the
+    checkpoint, which would approve a call alice was never shown. Sent with the thread's
+    latest checkpoint, the same resume is an ordinary one."""
+    alice = get_sync_client(url=server.url, api_key=ALICE)
+    bob = get_sync_client(url=server.url, api_key=BOB)
+    tid = alice.threads.create()["thread_id"]
+    alice.runs.wait(tid, "agent", input={"messages": [
+        {"role": "user", "content": "twice SELECT 'bound'"}]})
+    seen = alice.threads.get_state(tid)
+    (shown,) = seen["interrupts"]
+    assert shown["value"]["action_requests"][0]["args"] == {"query": "SELECT 'bound'"}
+    bob.runs.wait(tid, "agent", command={"resume": {shown["id"]: {"type": "approve"}}})
+    (now,) = alice.threads.get_state(tid)["interrupts"]
+    assert now["value"]["action_requests"][0]["args"] == {"query": "SELECT 'bound' -- again"}
+    ran, rows = server.executions(), len(server.audit(tid))
+
+    approve: Any = {"resume": {"decisions": [{"type": "approve"}]}}
+    with pytest.raises(ConflictError) as created:
+        alice.runs.create(tid, "agent", command=approve, checkpoint=seen["checkpoint"])
+    with pytest.raises(ConflictError) as streamed:
+        list(alice.runs.stream(tid, "agent", command=approve,
+                               checkpoint_id=seen["checkpoint"]["checkpoint_id"]))
+    with pytest.raises(httpx.HTTPStatusError) as waited:
+        alice.runs.wait(tid, "agent", command={"goto": "__end__"},
+                        checkpoint=seen["checkpoint"])
+    assert waited.value.response.status_code == 409
+    for body in (created.value.body, streamed.value.body, waited.value.response.json()):
+        assert isinstance(body, dict) and body["error"] == "StaleCheckpoint", body
+        assert seen["checkpoint"]["checkpoint_id"] in body["message"]
+        assert "without a checkpoint" not in body["message"]
+    assert server.executions() == ran and len(server.audit(tid)) == rows
+    assert [i["id"] for i in alice.threads.get_state(tid)["interrupts"]] == [now["id"]]
+
+    latest = alice.threads.get_state(tid)["checkpoint"]
+    out = alice.runs.wait(tid, "agent", command=approve, checkpoint=latest)
+    assert "__interrupt__" not in out
+    assert server.executions()[len(ran):] == [
+        ("execute_sql", {"query": "SELECT 'bound' -- again"})]

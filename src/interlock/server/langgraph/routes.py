@@ -351,12 +351,23 @@ async def _plan(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCr
 def _check_checkpoint(thread_id: str, current: ThreadState | None, body: RunCreate) -> None:
     """A run from the thread's latest checkpoint is an ordinary run; from an earlier one
     (editing an earlier message, regenerating an answer) it would branch the thread, which
-    interlock does not do: refused, never silently appended."""
+    interlock does not do: refused, never silently appended. A resume (``command``) from a
+    checkpoint that is no longer the latest was read before the thread moved on: the
+    interrupts it answers may not be the ones pending now, so it is a conflict, refused
+    whatever it says (a client binds an answer to the state it was shown this way)."""
     given = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
     if not given:
         return
     head = checkpoint_json(thread_id, current.version if current is not None else 0)[
         "checkpoint_id"]
+    if given != head and body.command is not None:
+        raise ApiError(
+            409, "StaleCheckpoint",
+            f"This command was sent for checkpoint {given!r} of thread {thread_id!r}, but the "
+            f"thread has changed since (latest checkpoint: {head!r}): what it answers may not "
+            f"be what is pending now. Nothing was stored or run. Read the thread's state "
+            f"again and answer the interrupts it shows, keyed by their interrupt ids, with "
+            f"its new checkpoint.")
     if given != head:
         raise _unsupported(
             "UnsupportedCheckpoint",
