@@ -432,3 +432,27 @@ def test_a_resume_sent_for_a_checkpoint_the_thread_has_left_is_a_conflict(
     assert "__interrupt__" not in out
     assert server.executions()[len(ran):] == [
         ("execute_sql", {"query": "SELECT 'bound' -- again"})]
+
+
+def test_history_filters_are_applied(server: Server) -> None:
+    """``threads.get_history(metadata=..., checkpoint=...)`` lists only the states that match,
+    as LangGraph filters them: the thread's one state when it matches, else none (not the
+    state whatever the filter, which a client would take for a match)."""
+    client = get_sync_client(url=server.url, api_key=ALICE)
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "agent", input={"messages": [
+        {"role": "user", "content": "sql SELECT 'history'"}]})
+    state = client.threads.get_state(tid)
+    head, step = state["checkpoint"], state["metadata"]["step"]
+
+    def ids(**filters: Any) -> list[str]:
+        return [h["checkpoint"]["checkpoint_id"]
+                for h in client.threads.get_history(tid, **filters)]
+
+    assert ids() == [head["checkpoint_id"]]
+    assert ids(metadata={"step": step}) == [head["checkpoint_id"]]
+    assert ids(metadata={"step": step + 5}) == []
+    assert ids(metadata={"source": "fork"}) == []
+    assert ids(checkpoint={"checkpoint_id": head["checkpoint_id"]}) == [head["checkpoint_id"]]
+    assert ids(checkpoint=state["parent_checkpoint"]) == []
+    assert ids(checkpoint={"checkpoint_ns": "tools:1"}) == []

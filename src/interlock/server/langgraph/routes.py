@@ -242,6 +242,11 @@ class History(_Body):
     before: Any = None
     """States before this checkpoint: interlock keeps a thread's current state only, so none
     (a client paging back through the history stops after the first page)."""
+    metadata: dict[str, Any] | None = None
+    """Only states whose metadata contains this."""
+    checkpoint: dict[str, Any] | None = None
+    """Only states at or before this checkpoint (of the root graph: interlock has no
+    subgraph namespaces)."""
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -376,6 +381,19 @@ def _check_checkpoint(thread_id: str, current: ThreadState | None, body: RunCrea
             f"interlock keeps each thread as one append-only history for its audit log and "
             f"does not branch. Send the message without a checkpoint to add it at the end "
             f"(latest checkpoint: {head!r}), or start a new thread.")
+
+
+def _in_history(state: dict[str, Any], body: History) -> bool:
+    """Whether the thread's one state passes a history request's filters, as LangGraph
+    applies them: its metadata contains ``metadata``, and ``checkpoint`` names it (or no
+    checkpoint id, in the root namespace)."""
+    if body.metadata and not metadata_matches(state["metadata"], body.metadata):
+        return False
+    wanted = body.checkpoint or {}
+    if wanted.get("checkpoint_ns"):
+        return False
+    given = wanted.get("checkpoint_id")
+    return not given or given == state["checkpoint"]["checkpoint_id"]
 
 
 def _check_sizes(state: ServerState, plan: Plan | None, text: str | None) -> None:
@@ -571,7 +589,10 @@ def build_router(fmt: Format) -> APIRouter:
             raise ThreadNotFound(thread_id)
         if current is None or (body is not None and body.before):
             return JSONResponse([])
-        return JSONResponse([state_json(current, fmt)])
+        out = state_json(current, fmt)
+        if body is not None and not _in_history(out, body):
+            return JSONResponse([])
+        return JSONResponse([out])
 
     @router.post("/threads/{thread_id}/state", tags=["threads"])
     async def update_thread_state(api: API, caller: Caller, thread_id: str,
