@@ -456,3 +456,33 @@ def test_history_filters_are_applied(server: Server) -> None:
     assert ids(checkpoint={"checkpoint_id": head["checkpoint_id"]}) == [head["checkpoint_id"]]
     assert ids(checkpoint=state["parent_checkpoint"]) == []
     assert ids(checkpoint={"checkpoint_ns": "tools:1"}) == []
+
+
+def test_a_stateless_run_asked_to_delete_its_thread_is_refused(server: Server) -> None:
+    """A stateless run (``thread_id=None``) with ``on_completion="delete"`` asks for its
+    thread to be deleted when it ends; interlock keeps every thread with its audit log, so
+    the run is refused (422 UnsupportedOption) and nothing is created or run, rather than
+    keeping the thread the client asked to delete. ``keep`` (or nothing) runs as usual, and
+    the thread stays readable."""
+    client = get_sync_client(url=server.url, api_key=ALICE)
+    message = {"messages": [{"role": "user", "content": "sql SELECT 'stateless'"}]}
+
+    def threads() -> set[str]:
+        return {t["thread_id"] for t in client.threads.search(limit=1000)}
+
+    before = threads()
+    with pytest.raises(UnprocessableEntityError) as created:
+        client.runs.create(None, "agent", input=message, on_completion="delete")
+    with pytest.raises(UnprocessableEntityError) as streamed:
+        list(client.runs.stream(None, "agent", input=message, on_completion="delete"))
+    with pytest.raises(httpx.HTTPStatusError) as waited:
+        client.runs.wait(None, "agent", input=message, on_completion="delete")
+    assert waited.value.response.status_code == 422
+    for body in (created.value.body, streamed.value.body, waited.value.response.json()):
+        assert isinstance(body, dict) and body["error"] == "UnsupportedOption", body
+        assert "on_completion" in body["message"]
+    assert threads() == before
+
+    run = client.runs.create(None, "agent", input=message, on_completion="keep")
+    assert "__interrupt__" in client.runs.join(run["thread_id"], run["run_id"])
+    assert threads() == before | {run["thread_id"]}

@@ -226,6 +226,8 @@ class RunCreate(_Body):
     """Refused when positive (a run here starts when it is asked for)."""
     webhook: str | None = None
     """Refused when given (nothing here would call it when the run ends)."""
+    on_completion: str | None = None
+    """``delete`` is refused (a thread is kept with its audit log)."""
 
 
 class StateUpdate(_Body):
@@ -312,6 +314,13 @@ async def _plan(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCr
             "webhook is not supported: nothing would call it when the run ends. Nothing was "
             "run; follow the run with runs.join or runs.stream, or configure interlock's "
             "notifications (docs/notifications.md).")
+    if body.on_completion is not None and body.on_completion != "keep":
+        raise _unsupported(
+            "UnsupportedOption",
+            f"on_completion={body.on_completion!r} is not supported: interlock keeps every "
+            f"thread, a stateless run's too, with its audit log (see docs/durability.md for "
+            f"retention). Nothing was run; send the run without on_completion, or with "
+            f"on_completion='keep'.")
     for name in ("interrupt_before", "interrupt_after"):
         if getattr(body, name):  # a client that asks to pause is never run without the pause
             raise _unsupported(
