@@ -29,9 +29,9 @@ from playwright.sync_api import Error as PlaywrightError
 from .conftest import ALICE
 from .live import ServeProcess
 from .test_multiprocess_pg import executions
-from .ui_apps import NextApp, browser, server, ui_app
+from .ui_apps import TEST_TIMEOUT, NextApp, browser, server, ui_app
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(TEST_TIMEOUT)]
 
 APP = "agent-inbox"
 __all__ = ["browser", "server", "ui_app"]  # fixtures, used by name

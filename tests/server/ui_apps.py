@@ -36,6 +36,9 @@ THIRD_PARTY = Path(__file__).resolve().parents[2] / "third_party"
 BUILD_TIMEOUT = 1500.0
 """Seconds for ``npm ci`` and the build together (about 6 minutes each on 2 cores)."""
 LOCK_TIMEOUT = BUILD_TIMEOUT + 60.0
+TEST_TIMEOUT = LOCK_TIMEOUT + 300.0
+"""pytest-timeout's limit for each test of an app: the first one's setup may wait for a build
+(the suite's 300 s would cut a build on a busy machine short and fail the module)."""
 START_TIMEOUT = 60.0
 NODE_MINIMUM = (20, 9)
 UPSTREAM_LOCKS = {"yarn.lock", "pnpm-lock.yaml"}
