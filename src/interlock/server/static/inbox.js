@@ -326,11 +326,14 @@ function onInboxEvent(name, data) {
   else if (name === "resync") loadList();
 }
 
-// a thread this reviewer may no longer read (the request that let them read it went away)
+// a thread this reviewer may no longer read (the request that let them read it went away);
+// the open thread learns it too when it is not a row of the list (opened by a link, or further
+// down than the pages loaded so far)
 function hide(threadId) {
-  if (!state.threads.delete(threadId)) return;
-  scheduleRecount();
-  scheduleRender();
+  if (state.threads.delete(threadId)) {
+    scheduleRecount();
+    scheduleRender();
+  }
   if (threadId === state.selected) refreshDetail();
 }
 

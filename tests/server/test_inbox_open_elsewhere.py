@@ -1,0 +1,92 @@
+"""The request open in the inbox learns what happened to it elsewhere (headless Chromium): a
+thread opened by a link, beyond the rows the list has loaded, still turns into "someone else
+decided" when another reviewer decides it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect
+
+from interlock import Agent, HumanInTheLoop, InterruptOn, ScriptedModel, SqliteCheckpointer
+
+from .conftest import ADMIN, ALICE, BOB, TOKENS, bearer
+from .live import LiveServer, chromium
+from .server_agents import TOOLS, script
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[LiveServer]:
+    policy = HumanInTheLoop(interrupt_on={
+        "execute_sql": True,
+        "drop_table": InterruptOn(allowed_decisions=["approve", "reject"], approvals=2),
+    })
+    agent = Agent(model=ScriptedModel(script), tools=TOOLS, middleware=[policy],
+                  checkpointer=SqliteCheckpointer(tmp_path / "elsewhere.db"))
+    s = LiveServer(agent, tokens=TOKENS)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    ctx = browser.new_context(viewport={"width": 1360, "height": 900})
+    yield ctx
+    ctx.close()
+
+
+def start(url: str, message: str, thread_id: str) -> None:
+    r = httpx.post(f"{url}/api/threads", params={"wait": "true"}, headers=bearer(ADMIN),
+                   json={"message": message, "thread_id": thread_id}, timeout=30)
+    assert r.status_code == 200, r.text
+
+
+def approve_as_bob(url: str, thread_id: str) -> None:
+    t = httpx.get(f"{url}/api/threads/{thread_id}", headers=bearer(BOB), timeout=30).json()
+    r = httpx.post(f"{url}/api/threads/{thread_id}/decisions", headers=bearer(BOB), timeout=30,
+                   json={"interrupt_id": t["interrupts"][0]["id"],
+                         "decisions": [{"type": "approve"}]})
+    assert r.status_code == 202, r.text
+
+
+def alice(context: BrowserContext, url: str, thread_id: str) -> tuple[Page, list[str]]:
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{url}/#/t/{thread_id}")
+    page.locator("#token").fill(ALICE)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#whoami")).to_have_text("alice (dba, ops)")
+    return page, errors
+
+
+def test_a_thread_opened_beyond_the_loaded_rows_learns_it_was_decided(
+        context: BrowserContext, server: LiveServer) -> None:
+    # the thread alice reviews is the oldest of 42: the list's first page (40 rows) leaves it out
+    start(server.url, "sql DELETE FROM carts WHERE stale", "open-by-link")
+    for n in range(41):
+        start(server.url, f"sql SELECT {n}", f"newer-{n:02d}")
+    page, errors = alice(context, server.url, "open-by-link")
+    card = page.locator('.card[data-tool="execute_sql"]')
+    expect(card.locator(".args")).to_contain_text("DELETE FROM carts WHERE stale")
+    expect(page.locator("#list-count")).to_contain_text("40+")
+    card.get_by_role("button", name="Reject…").click()
+    card.get_by_label("Reason").fill("Only carts older than a year.")
+    approve_as_bob(server.url, "open-by-link")  # alice may not read the thread after that
+    expect(card).to_have_class(re.compile(r"\bdecided-elsewhere\b"))
+    expect(card.locator(".elsewhere-what")).to_contain_text("bob approved this call")
+    expect(card.locator(".draft textarea")).to_have_value("Only carts older than a year.")
+    expect(card.locator(":scope > .actions")).to_be_hidden()
+    assert errors == []
