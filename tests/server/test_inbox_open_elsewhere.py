@@ -1,22 +1,32 @@
 """The request open in the inbox learns what happened to it elsewhere (headless Chromium): a
 thread opened by a link, beyond the rows the list has loaded, still turns into "someone else
-decided" when another reviewer decides it."""
+decided" when another reviewer decides it; a decision that lost a race to another reviewer's
+approval of a four-eyes call says so on the card drawn again, and the keyboard stays there."""
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, Route, expect
 
-from interlock import Agent, HumanInTheLoop, InterruptOn, ScriptedModel, SqliteCheckpointer
+from interlock import (
+    Agent,
+    HumanInTheLoop,
+    InterruptConflict,
+    InterruptOn,
+    ScriptedModel,
+    SqliteCheckpointer,
+)
 
 from .conftest import ADMIN, ALICE, BOB, TOKENS, bearer
 from .live import LiveServer, chromium
-from .server_agents import TOOLS, script
+from .server_agents import EXECUTED, TOOLS, script
 
 pytestmark = pytest.mark.browser
 
@@ -89,4 +99,40 @@ def test_a_thread_opened_beyond_the_loaded_rows_learns_it_was_decided(
     expect(card.locator(".elsewhere-what")).to_contain_text("bob approved this call")
     expect(card.locator(".draft textarea")).to_have_value("Only carts older than a year.")
     expect(card.locator(":scope > .actions")).to_be_hidden()
+    assert errors == []
+
+
+def test_a_decision_that_lost_a_race_to_an_approval_says_so_on_the_new_card(
+        context: BrowserContext, server: LiveServer) -> None:
+    start(server.url, "drop orders", "four-eyes")
+    page, errors = alice(context, server.url, "four-eyes")
+    card = page.locator('.card[data-tool="drop_table"]')
+    expect(card).to_contain_text("approvals 0 of 2")
+    thread = httpx.get(f"{server.url}/api/threads/four-eyes", headers=bearer(ALICE)).json()
+    refused = {"error": "InterruptConflict", "message": str(InterruptConflict(
+        "four-eyes", thread["interrupts"][0]["id"]))}
+
+    def race(route: Route) -> None:
+        # bob's approval is stored first; alice's, sent at the same moment, is refused as the
+        # server refuses the loser of two concurrent writes
+        approve_as_bob(server.url, "four-eyes")
+        route.fulfill(status=409, content_type="application/json", body=json.dumps(refused))
+
+    page.route("**/api/threads/four-eyes/decisions", race)
+    card.get_by_role("button", name="Approve", exact=True).click()
+    card.locator(".confirm").get_by_role("button", name=re.compile("^Yes")).click()
+    expect(card).to_contain_text("approvals 1 of 2: bob")
+    expect(card.locator(":scope > .error")).to_contain_text(
+        "Your decision was not applied: another reviewer's decision on this call was stored")
+    approve = card.get_by_role("button", name="Approve", exact=True)
+    expect(approve).to_be_focused()
+    page.unroute("**/api/threads/four-eyes/decisions")
+    page.keyboard.press("Enter")  # approve again, from where the keyboard is
+    card.locator(".confirm").get_by_role("button", name=re.compile("^Yes")).click()
+    expect(page.locator("#done")).to_contain_text("Approved drop_table")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and httpx.get(
+            f"{server.url}/api/threads/four-eyes", headers=bearer(ADMIN)).json()["status"] != "completed":
+        time.sleep(0.05)
+    assert EXECUTED.count(("drop_table", {"table": "orders"})) == 1
     assert errors == []

@@ -524,6 +524,7 @@ function reconcile(container, keyed) {
 
 function renderRequests(t) {
   const keyed = [];
+  const refocus = [];  // new cards of calls whose decision here was refused by a race
   const next = new Map();
   const waiting = new Map();  // call id -> its review config now (its current revision)
   // a sub-agent's thread is read-only here: its requests are decided on the top-most thread
@@ -539,14 +540,21 @@ function renderRequests(t) {
         // another reviewer's approval of a call that needs several changes what the card
         // says (its count, whether an approval here runs the call): it is drawn again, an open
         // confirmation with it, unless this reviewer decided it or writes in one of its panels
+        let conflict = false;
         if (card && card.dataset.approvals !== String((config.approved_by || []).length)
             && !card.classList.contains("decided")
             && !card.querySelector(":scope > .panel:not([hidden])")) {
+          // a decision of this reviewer's that lost the race to that approval is not lost
+          // from view with the card: the new card says so, and the keyboard stays on it
+          conflict = card.dataset.conflict === "1";
           card.remove();
           card = null;
         }
-        card = card || reviewCard(t, intr, action, config,
-          (t.call_tools || {})[`${intr.id}:${action.tool_call_id}`] || t.tools[action.name]);
+        if (!card) {
+          card = reviewCard(t, intr, action, config,
+            (t.call_tools || {})[`${intr.id}:${action.tool_call_id}`] || t.tools[action.name]);
+          if (conflict) refocus.push(card);
+        }
         card.dataset.key = key;
         next.set(key, card);
         keyed.push([key, card]);
@@ -569,6 +577,19 @@ function renderRequests(t) {
   heading.textContent = next.size ? `Needs your decision (${next.size})` : "";
   heading.hidden = !next.size;
   reconcile(parts.requests, keyed);
+  for (const card of refocus) noteConflict(card);
+}
+
+// A decision given on a card that was drawn again meanwhile (another reviewer's approval of a
+// call that needs several arrived at the same moment) was refused: its new card says so, and
+// the keyboard goes to it unless it is somewhere else already.
+function noteConflict(card) {
+  showText(card.querySelector(":scope > .error"), "Your decision was not applied: another "
+    + "reviewer's decision on this call was stored at the same moment. The card now shows the "
+    + "call as it stands; decide again if you still want to.");
+  const first = card.querySelector(":scope > .actions button:not([disabled])");
+  const at = document.activeElement;
+  if (first && (!at || at === document.body || !at.isConnected)) first.focus();
 }
 
 function rolesOk(config) {
@@ -628,6 +649,13 @@ function reviewCard(t, intr, action, config, tool) {
       status.textContent = "";
       showText(errEl, r.data.message || `HTTP ${r.status}`);
       busy(false);
+      if (r.status === 409) {
+        // drawn again while the decision was on its way: the card of the call now says it
+        const now = card.isConnected ? null : [...state.cards.values()].find(
+          (c) => c.isConnected && c.dataset.callId === card.dataset.callId);
+        if (now) noteConflict(now);
+        else card.dataset.conflict = "1";
+      }
       if (r.status === 403 || r.status === 409) refreshDetail(true);  // decided elsewhere?
     }
   }
