@@ -119,11 +119,14 @@ function field(root, name, rawSchema, value, present, required) {
   const { inner, nullable } = unwrapOptional(root, rawSchema);
   const id = `arg-${++uid}`;
   const types = Array.isArray(inner.type) ? inner.type : [inner.type];
+  // a text box turns a carriage return into a line break (and a one-line box drops it), so
+  // text that holds one is edited as a JSON string, where it is the escape \r and is kept
+  const cr = (v) => typeof v === "string" && v.includes("\r");
   const kind = inner.enum ? "enum"
     : types.includes("boolean") && types.length === 1 ? "boolean"
     : types.includes("integer") && types.length === 1 ? "integer"
     : types.includes("number") && types.length === 1 ? "number"
-    : types.includes("string") && types.length === 1 ? "string" : "json";
+    : types.includes("string") && types.length === 1 && !(present && cr(value)) ? "string" : "json";
   let input;
   const isNull = value === null;
   if (kind === "enum") {
@@ -152,7 +155,11 @@ function field(root, name, rawSchema, value, present, required) {
     h("span", { class: "field-name" }, name),
     required ? h("span", { class: "req", title: "required" }, " *") : null,
     h("span", { class: "field-type" }, nullable ? `${kind === "json" ? "JSON" : kind} or empty` : kind === "json" ? "JSON" : kind));
-  const help = inner.description ? h("div", { class: "field-help" }, inner.description) : null;
+  const help = inner.description || (present && cr(value))
+    ? h("div", { class: "field-help" }, inner.description || "",
+      present && cr(value) ? `${inner.description ? " " : ""}This text holds carriage returns `
+        + "(\\r), which a text box would change: it is edited as a JSON string." : "")
+    : null;
   const wrap = h("div", { class: "field", dataset: { arg: name } }, label, help, input,
     nullBox ? h("label", { class: "null-toggle" }, nullBox, " no value (null)") : null, error);
 
@@ -199,7 +206,10 @@ function field(root, name, rawSchema, value, present, required) {
     else input.value = has && v !== null ? numberText(v) : "";
   }
 
-  return { name, el: wrap, input, nullBox, error, read, write };
+  // whether the control can hold v as it is (a text box cannot hold a carriage return)
+  const holds = (v) => kind !== "string" || !cr(v);
+
+  return { name, el: wrap, input, nullBox, error, read, write, holds };
 }
 
 /**
@@ -274,6 +284,12 @@ export function argsEditor(schema, args) {
         parsed = parseJSON(raw.value);
       } catch {
         summary.textContent = "Fix the JSON before switching back to the form.";
+        return;
+      }
+      const lossy = fields.find((f) => !f.holds(parsed[f.name]));
+      if (lossy) {
+        summary.textContent = `${lossy.name} holds a carriage return (\\r), which its text box `
+          + "would turn into a line break: keep editing the arguments as JSON.";
         return;
       }
       for (const f of fields) f.write(parsed[f.name], Object.prototype.hasOwnProperty.call(parsed, f.name));

@@ -1,0 +1,104 @@
+"""An edit in the web inbox sends what the reviewer changed and nothing else (headless
+Chromium): text that holds carriage returns (an e-mail with CRLF line endings, a value with a
+lone CR) is not turned into other text by the browser's text boxes, whether the reviewer
+edits another argument or that text itself."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from interlock import SqliteCheckpointer
+
+from .live import LiveServer, chromium
+from .server_agents import EXECUTED, make_agent
+
+pytestmark = pytest.mark.browser
+
+CONTENT = "Dear Noah,\r\nyour order left.\r\n\r\nBest,\rOps"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[LiveServer]:
+    s = LiveServer(make_agent(SqliteCheckpointer(tmp_path / "exact.db")))  # local mode
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    context.close()
+    assert errors == [], errors
+
+
+def ran(url: str, thread_id: str) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if httpx.get(f"{url}/api/threads/{thread_id}").json()["status"] == "completed":
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{thread_id} did not complete")
+
+
+def start(url: str, thread_id: str) -> None:
+    r = httpx.post(f"{url}/api/threads", params={"wait": "true"}, timeout=30,
+                   json={"thread_id": thread_id, "message": f"write notes.txt {CONTENT}"})
+    assert r.status_code == 200, r.text
+
+
+def test_editing_another_argument_keeps_carriage_returns(page: Page,
+                                                         server: LiveServer) -> None:
+    start(server.url, "crlf-other")
+    page.goto(f"{server.url}/#/t/crlf-other")
+    card = page.locator('.card[data-tool="write_file"]')
+    card.get_by_role("button", name="Edit…").click()
+    page.locator('.field[data-arg="path"] input').fill("letters/noah.txt")
+    diff = card.locator(".diff-box")
+    expect(diff).to_contain_text("Unchanged: content")  # the reviewer's view, before sending
+    card.get_by_role("button", name="Run with these arguments").click()
+    card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+    ran(server.url, "crlf-other")
+    assert list(EXECUTED) == [("write_file", {"path": "letters/noah.txt", "content": CONTENT})]
+
+
+def test_text_with_carriage_returns_is_edited_exactly(page: Page, server: LiveServer) -> None:
+    start(server.url, "crlf-same")
+    page.goto(f"{server.url}/#/t/crlf-same")
+    card = page.locator('.card[data-tool="write_file"]')
+    card.get_by_role("button", name="Edit…").click()
+    field = page.locator('.field[data-arg="content"]')
+    expect(field).to_contain_text("carriage returns")
+    box = field.locator("textarea")
+    # the text as a JSON string: the reviewer changes one word, every \r stays
+    box.fill(box.input_value().replace("Best", "Kind regards"))
+    expect(card.locator(".diff-box")).to_contain_text("Kind regards")
+    # switching to the JSON view and back keeps it too; a CR typed where a text box would
+    # lose it is refused rather than changed
+    card.get_by_role("button", name="Edit as JSON").click()
+    raw = card.locator("textarea.raw-json")
+    raw.fill(raw.input_value().replace('"notes.txt"', '"notes\\r.txt"'))
+    card.get_by_role("button", name="Edit as form").click()
+    expect(card.locator(".form-error")).to_contain_text("path holds a carriage return")
+    raw.fill(raw.input_value().replace('"notes\\r.txt"', '"notes.txt"'))
+    card.get_by_role("button", name="Edit as form").click()
+    card.get_by_role("button", name="Run with these arguments").click()
+    card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
+    ran(server.url, "crlf-same")
+    assert list(EXECUTED) == [("write_file", {
+        "path": "notes.txt", "content": CONTENT.replace("Best", "Kind regards")})]
