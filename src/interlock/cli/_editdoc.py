@@ -39,10 +39,16 @@ class EditDocError(ValueError):
     """The edited document cannot be read; the message says where and why."""
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters other than line breaks and tabs: an escape sequence a terminal would act
+on, a carriage return an editor (or the reading of the file) would turn into a line break."""
+
+
 def _plain(text: str) -> bool:
     """Whether ``text`` can be edited as it is: nothing in it that a terminal would hide or
-    interpret (those go in a JSON section, where they are ``\\uXXXX`` escapes)."""
-    return display.safe_json(text) == json.dumps(text, ensure_ascii=False)
+    interpret, or an editor change (those go in a JSON section, where they are escapes)."""
+    return (not _CONTROL.search(text)
+            and display.safe_json(text) == json.dumps(text, ensure_ascii=False))
 
 
 def render(args: dict[str, Any]) -> str:
