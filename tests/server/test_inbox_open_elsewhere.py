@@ -1,7 +1,8 @@
 """The request open in the inbox learns what happened to it elsewhere (headless Chromium): a
 thread opened by a link, beyond the rows the list has loaded, still turns into "someone else
 decided" when another reviewer decides it; a decision that lost a race to another reviewer's
-approval of a four-eyes call says so on the card drawn again, and the keyboard stays there."""
+approval of a four-eyes call says so on the card drawn again, and the keyboard stays there; a
+request that expires while open says it expired, and nothing on the page says it still waits."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -42,10 +44,12 @@ def server(tmp_path: Path) -> Iterator[LiveServer]:
     policy = HumanInTheLoop(interrupt_on={
         "execute_sql": True,
         "drop_table": InterruptOn(allowed_decisions=["approve", "reject"], approvals=2),
+        "purge": InterruptOn(allowed_decisions=["approve", "reject"],
+                             expires_after=timedelta(seconds=12)),
     })
     agent = Agent(model=ScriptedModel(script), tools=TOOLS, middleware=[policy],
                   checkpointer=SqliteCheckpointer(tmp_path / "elsewhere.db"))
-    s = LiveServer(agent, tokens=TOKENS)
+    s = LiveServer(agent, tokens=TOKENS, expiry_interval=timedelta(seconds=0.2))
     yield s
     s.stop()
 
@@ -135,4 +139,27 @@ def test_a_decision_that_lost_a_race_to_an_approval_says_so_on_the_new_card(
             f"{server.url}/api/threads/four-eyes", headers=bearer(ADMIN)).json()["status"] != "completed":
         time.sleep(0.05)
     assert EXECUTED.count(("drop_table", {"table": "orders"})) == 1
+    assert errors == []
+
+
+def test_a_request_that_expires_while_open_says_so_and_nothing_says_it_waits(
+        context: BrowserContext, server: LiveServer) -> None:
+    start(server.url, "purge", "expiring")
+    page, errors = alice(context, server.url, "expiring")
+    card = page.locator('.card[data-tool="purge"]')
+    deadline = card.locator(".badge", has_text="expires")
+    expect(deadline).to_be_visible()
+    expect(page.locator(".detail-head [data-status]")).to_have_text("waiting for a decision")
+    # the sweeper rejects it once its deadline passed; alice may not read the thread after that
+    expect(card).to_have_class(re.compile(r"\bdecided-elsewhere\b"), timeout=30_000)
+    expect(card.locator(".elsewhere-what")).to_contain_text(
+        "This call expired", timeout=30_000)
+    expect(card.locator(".elsewhere-what")).to_contain_text("did not run")
+    expect(deadline).to_be_hidden()
+    head = page.locator(".detail-head")
+    expect(head.locator("[data-status]")).to_have_text("no longer waiting for you")
+    expect(head.locator(".gone-note")).to_contain_text("not yours to read any more")
+    expect(head.get_by_role("button", name="Cancel thread…")).to_have_count(0)
+    expect(page.locator(".detail-section.requests h3")).to_be_hidden()
+    assert "waiting for a decision" not in page.locator(".detail-head").inner_text()
     assert errors == []

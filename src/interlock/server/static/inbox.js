@@ -414,6 +414,7 @@ async function refreshDetail(force = false) {
       // no longer readable here: someone else decided what this reviewer could decide
       for (const [key, card] of state.cards) loseCard(key, card, id);
       state.cards = new Map();
+      gone();
     } else if (r.status !== 401) {
       clear($("#detail")).append(h("div", { class: "placeholder error" },
         r.status === 404 ? ["Thread ", lineEl(id), " does not exist (any more)."]
@@ -424,6 +425,24 @@ async function refreshDetail(force = false) {
     refreshAgain = false;
     refreshDetail();
   }
+}
+
+// The open thread may no longer be read here (its request was decided, cancelled or expired
+// elsewhere): nothing on it says it still waits; what is shown is how it was.
+function gone() {
+  if (!parts || parts.head.querySelector(".gone-note")) return;
+  const badge = parts.head.querySelector("[data-status]");
+  if (badge) {
+    badge.className = "badge status-idle";
+    badge.dataset.status = "gone";
+    badge.textContent = "no longer waiting for you";
+  }
+  for (const el of parts.head.querySelectorAll(".head-actions, .cancel-box")) el.remove();
+  const heading = parts.requests.parentElement.querySelector("h3");
+  if (heading) heading.hidden = true;
+  parts.head.append(h("p", { class: "notice gone-note", role: "status" },
+    "Its request was decided elsewhere, and the thread is not yours to read any more: what "
+    + "is shown here is how it was then."));
 }
 
 function statusText(status) {
@@ -870,7 +889,7 @@ function reviewCard(t, intr, action, config, tool) {
 
   const badges = [];
   if (action.reason) badges.push(h("span", { class: `badge ${action.reason === "outcome_unknown" ? "bad" : "warn"}` }, action.reason === "outcome_unknown" ? "outcome unknown" : action.reason));
-  if (config.expires_at) badges.push(h("span", { class: "badge muted-badge", title: config.expires_at }, "expires ", relTime(config.expires_at)));
+  if (config.expires_at) badges.push(h("span", { class: "badge muted-badge deadline", title: config.expires_at }, "expires ", relTime(config.expires_at)));
   if (config.reviewers) badges.push(h("span", { class: "badge role" }, "role: ", config.reviewers.join(" or ")));
   if (needed > 1) {
     badges.push(h("span", { class: "badge role", title: "approvals needed from distinct reviewers" },
@@ -1171,7 +1190,7 @@ function loseCard(key, card, threadId, now) {
   const draft = [...card.querySelectorAll(".panel textarea")].map((b) => b.value.trim())
     .find(Boolean) || "";
   for (const el of card.querySelectorAll(":scope > .actions, :scope > .panel, :scope > .confirm, "
-    + ":scope > .card-status, :scope > .error")) el.hidden = true;
+    + ":scope > .card-status, :scope > .error, .badge.deadline, .batch-offer")) el.hidden = true;
   const said = h("p", { class: "elsewhere-what" }, "Someone else decided this request…");
   const box = h("div", { class: "elsewhere", role: "status" }, said);
   const dismiss = h("button", { type: "button", class: "btn ghost small elsewhere-dismiss",
@@ -1190,7 +1209,13 @@ function loseCard(key, card, threadId, now) {
     return;
   }
   api.get(`api/threads/${enc(threadId)}/calls/${enc(card.dataset.callId)}`).then((r) => {
-    if (r.ok && r.data.decision) {
+    if (r.ok && r.data.state === "expired") {
+      append(clear(said), ["This call expired ", timeEl(r.data.decided_at),
+        ": no reviewer decided it in time, and it did not run."]);
+    } else if (r.ok && r.data.state === "cancelled") {
+      said.replaceChildren("This call was cancelled with the thread's other pending calls, "
+        + "and it did not run.");
+    } else if (r.ok && r.data.decision) {
       const d = r.data;
       append(clear(said), [lineEl(d.decided_by || "someone", 100, { class: "who-decided" }), " ",
         DID[d.decision] || d.decision, " this call ", timeEl(d.decided_at), ".",
