@@ -618,6 +618,35 @@ function rolesOk(config) {
 
 const LABELS = { approve: "Approved", edit: "Edited", reject: "Rejected", respond: "Responded" };
 
+// What a reviewer wrote in a card's panel and did not send yet (a reason, an answer, edited
+// arguments) survives opening another request and coming back, the back button and reloading
+// the page: it is kept in this tab's sessionStorage, per revision of the call, until it is
+// sent or the panel is closed with Cancel / Esc.
+const DRAFTS = "interlock.drafts";
+const DRAFTS_KEPT = 50;
+
+function drafts() {
+  try {
+    const all = JSON.parse(sessionStorage.getItem(DRAFTS) || "{}");
+    return all && typeof all === "object" && !Array.isArray(all) ? all : {};
+  } catch {
+    return {};
+  }
+}
+
+function keepDraft(key, value) {
+  const all = drafts();
+  delete all[key];
+  if (value) all[key] = value;  // the newest last; the oldest go first beyond the limit
+  const keys = Object.keys(all);
+  for (const old of keys.slice(0, Math.max(0, keys.length - DRAFTS_KEPT))) delete all[old];
+  try {
+    sessionStorage.setItem(DRAFTS, JSON.stringify(all));
+  } catch {
+    // storage full or disabled: the draft lives as long as the card
+  }
+}
+
 // Whether two reviewer ids name one person, for what the card offers (the server decides,
 // comparing them normalised: interlock.authz.reviewer_key)
 const idKey = (id) => String(id).normalize("NFKC").toLowerCase().trim();
@@ -639,6 +668,7 @@ function reviewCard(t, intr, action, config, tool) {
     approvals: String(givenBy.length) } });
 
   let revalidate = null;  // the open panel's own check (an edit may still be invalid)
+  const draftKey = JSON.stringify([t.thread_id, intr.id, action.tool_call_id, config.revision || 1]);
 
   function busy(on) {
     for (const b of card.querySelectorAll("button")) b.disabled = on || !permitted;
@@ -656,6 +686,7 @@ function reviewCard(t, intr, action, config, tool) {
       decisions: { [action.tool_call_id]: { ...decision, revision: config.revision || 1 } },
     });
     if (r.ok) {
+      keepDraft(draftKey, null);
       card.classList.add("decided");
       const waits = decision.type === "approve" ? needed - givenBy.length - 1 : 0;
       status.textContent = waits > 0
@@ -680,7 +711,12 @@ function reviewCard(t, intr, action, config, tool) {
   }
 
   function closeButton() {
-    return keyButton("Cancel", "Esc", { class: "btn ghost", onclick: closePanel });
+    return keyButton("Cancel", "Esc", { class: "btn ghost", onclick: discardPanel });
+  }
+
+  function discardPanel() {  // the reviewer closed it: what they wrote there goes
+    keepDraft(draftKey, null);
+    closePanel();
   }
 
   function closePanel() {
@@ -720,7 +756,7 @@ function reviewCard(t, intr, action, config, tool) {
   }
   const toolName = () => lineEl(action.name, 200, { class: "tool-name" });
 
-  function openPanel(kind) {
+  function openPanel(kind, draft = null) {
     error.textContent = "";
     confirmBox.hidden = true;
     clear(panel);
@@ -744,7 +780,7 @@ function reviewCard(t, intr, action, config, tool) {
         perr]);
       yes.focus();
     } else if (kind === "edit") {
-      const editor = argsEditor(config.args_schema || {}, action.args);
+      const editor = argsEditor(config.args_schema || {}, draft ? draft.args : action.args);
       const submit = keyButton("Run with these arguments", "Ctrl+Enter", { class: "btn edit" });
       const diffBox = h("div", { class: "diff-box" });
       let askedFor = null;  // the arguments a shown confirmation is about
@@ -757,6 +793,11 @@ function reviewCard(t, intr, action, config, tool) {
         // a question asked about other arguments is withdrawn (leaving a field reports a
         // change too, without one)
         if ((r.ok ? JSON.stringify(r.value) : null) !== askedFor) confirmBox.hidden = true;
+        // valid arguments that differ from the proposal are kept as the draft
+        if (r.ok) {
+          keepDraft(draftKey, JSON.stringify(r.value) === JSON.stringify(action.args)
+            ? null : { kind: "edit", args: r.value });
+        }
       };
       editor.onChange(sync);
       revalidate = () => sync(editor.read());
@@ -779,14 +820,18 @@ function reviewCard(t, intr, action, config, tool) {
       append(panel, [h("h4", {}, "Edit the arguments of ", lineEl(action.name, 200)), editor.el, diffBox,
         h("div", { class: "actions" }, submit, closeButton()),
         perr]);
-      editor.focus();
+      if (!draft) editor.focus();
     } else {
       const isReject = kind === "reject";
       const box = h("textarea", { rows: 3, class: "message", "aria-label": isReject ? "Reason" : "Response" });
       const submit = keyButton(isReject ? "Reject" : "Send response", "Ctrl+Enter",
         { class: `btn ${kind}` });
       const check = () => { submit.disabled = !permitted || (!isReject && !box.value.trim()); };
-      box.addEventListener("input", check);
+      if (draft) box.value = draft.text;
+      box.addEventListener("input", () => {
+        keepDraft(draftKey, box.value ? { kind, text: box.value } : null);
+        check();
+      });
       revalidate = check;
       check();
       submit.addEventListener("click", () => {
@@ -802,7 +847,7 @@ function reviewCard(t, intr, action, config, tool) {
         box,
         h("div", { class: "actions" }, submit, closeButton()),
         perr]);
-      box.focus();
+      if (!draft) box.focus();
     }
   }
 
@@ -930,7 +975,14 @@ function reviewCard(t, intr, action, config, tool) {
   busy(false);
   card.keys = permitted ? keys : {};
   // Esc answers an open confirmation with no (an edit stays open), else closes the panel
-  card.keys.escape = () => (confirmBox.hidden ? closePanel() : confirmBox.cancel());
+  card.keys.escape = () => (confirmBox.hidden ? discardPanel() : confirmBox.cancel());
+  // a draft kept from an earlier visit opens its panel again, as it was left
+  const draft = drafts()[draftKey];
+  if (draft && permitted && allowed.has(draft.kind)
+      && (draft.kind === "edit" ? draft.args && typeof draft.args === "object"
+        : typeof draft.text === "string")) {
+    openPanel(draft.kind, draft);
+  }
   return card;
 }
 
