@@ -1,6 +1,7 @@
 """The request open in the inbox learns what happened to it elsewhere (headless Chromium): a
 thread opened by a link, beyond the rows the list has loaded, still turns into "someone else
-decided" when another reviewer decides it; a decision that lost a race to another reviewer's
+decided" when another reviewer decides it (what the reviewer typed kept, an open edit as the
+reviewer's edit, not as the model's text); a decision that lost a race to another reviewer's
 approval of a four-eyes call says so on the card drawn again, and the keyboard stays there; a
 request that expires while open says it expired, and nothing on the page says it still waits."""
 
@@ -162,4 +163,29 @@ def test_a_request_that_expires_while_open_says_so_and_nothing_says_it_waits(
     expect(head.get_by_role("button", name="Cancel thread…")).to_have_count(0)
     expect(page.locator(".detail-section.requests h3")).to_be_hidden()
     assert "waiting for a decision" not in page.locator(".detail-head").inner_text()
+    assert errors == []
+
+
+def test_an_open_edit_is_kept_as_the_reviewers_edit_not_as_the_models_text(
+        context: BrowserContext, server: LiveServer) -> None:
+    start(server.url, "sql DELETE FROM carts WHERE stale", "edit-untouched")
+    start(server.url, "sql DELETE FROM users WHERE stale", "edit-changed")
+    page, errors = alice(context, server.url, "edit-untouched")
+    card = page.locator('.card[data-tool="execute_sql"]')
+    # an edit opened and left as proposed: nothing of it is the reviewer's text
+    card.get_by_role("button", name="Edit…").click()
+    expect(page.locator('.field[data-arg="query"] textarea')).to_have_value(
+        "DELETE FROM carts WHERE stale")
+    approve_as_bob(server.url, "edit-untouched")
+    expect(card.locator(".elsewhere-what")).to_contain_text("bob approved this call")
+    expect(card.locator(".draft")).to_have_count(0)
+    # an edit that changed the query: that edit is what is kept
+    page.goto(f"{server.url}/#/t/edit-changed")
+    expect(card.locator(".args")).to_contain_text("DELETE FROM users WHERE stale")
+    card.get_by_role("button", name="Edit…").click()
+    page.locator('.field[data-arg="query"] textarea').fill("DELETE FROM users WHERE id = 7")
+    approve_as_bob(server.url, "edit-changed")
+    expect(card.locator(".elsewhere-what")).to_contain_text("bob approved this call")
+    kept = card.locator(".draft textarea")
+    expect(kept).to_have_value('{\n  "query": "DELETE FROM users WHERE id = 7"\n}')
     assert errors == []

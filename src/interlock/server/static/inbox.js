@@ -664,11 +664,11 @@ function reviewCard(t, intr, action, config, tool) {
   const error = h("p", { class: "error", role: "alert" });
   const panel = h("div", { class: "panel", hidden: true });
   const buttons = [];
+  const draftKey = JSON.stringify([t.thread_id, intr.id, action.tool_call_id, config.revision || 1]);
   const card = h("article", { class: "card", dataset: { callId: action.tool_call_id, tool: action.name,
-    approvals: String(givenBy.length) } });
+    approvals: String(givenBy.length), draftKey } });
 
   let revalidate = null;  // the open panel's own check (an edit may still be invalid)
-  const draftKey = JSON.stringify([t.thread_id, intr.id, action.tool_call_id, config.revision || 1]);
 
   function busy(on) {
     for (const b of card.querySelectorAll("button")) b.disabled = on || !permitted;
@@ -1239,8 +1239,13 @@ function loseCard(key, card, threadId, now) {
   if (card.classList.contains("decided")) return;
   card.classList.add("decided", "decided-elsewhere");
   state.lost.set(key, card);
-  const draft = [...card.querySelectorAll(".panel textarea")].map((b) => b.value.trim())
-    .find(Boolean) || "";
+  // what the reviewer wrote: a reason or an answer, or the arguments of an edit they changed
+  // (the edit form's text boxes hold the model's arguments: those are not the reviewer's text)
+  const edited = drafts()[card.dataset.draftKey];
+  const draft = [...card.querySelectorAll(".panel textarea.message")].map((b) => b.value.trim())
+    .find(Boolean) || (edited && edited.kind === "edit"
+      && card.querySelector(":scope > .panel:not([hidden])")?.dataset.kind === "edit"
+    ? JSON.stringify(edited.args, null, 2) : "");
   for (const el of card.querySelectorAll(":scope > .actions, :scope > .panel, :scope > .confirm, "
     + ":scope > .card-status, :scope > .error, .badge.deadline, .batch-offer")) el.hidden = true;
   const said = h("p", { class: "elsewhere-what" }, "Someone else decided this request…");
