@@ -3,7 +3,9 @@ thread opened by a link, beyond the rows the list has loaded, still turns into "
 decided" when another reviewer decides it (what the reviewer typed kept, an open edit as the
 reviewer's edit, not as the model's text); a decision that lost a race to another reviewer's
 approval of a four-eyes call says so on the card drawn again, and the keyboard stays there; a
-request that expires while open says it expired, and nothing on the page says it still waits."""
+request that expires while open says it expired, and nothing on the page says it still waits;
+the offer to approve several says how many wait as a lower bound while the list has more to
+load."""
 
 from __future__ import annotations
 
@@ -188,4 +190,16 @@ def test_an_open_edit_is_kept_as_the_reviewers_edit_not_as_the_models_text(
     expect(card.locator(".elsewhere-what")).to_contain_text("bob approved this call")
     kept = card.locator(".draft textarea")
     expect(kept).to_have_value('{\n  "query": "DELETE FROM users WHERE id = 7"\n}')
+    assert errors == []
+
+
+def test_the_offer_to_approve_several_does_not_undercount_what_waits(
+        context: BrowserContext, server: LiveServer) -> None:
+    for n in range(42):  # the list's first page holds 40 of them
+        start(server.url, f"sql SELECT {n}", f"select-{n:02d}")
+    page, errors = alice(context, server.url, "select-41")
+    offer = page.locator('.card[data-tool="execute_sql"] .batch-offer')
+    # 41 others wait; 39 are loaded: the count says it is a lower bound, not the total
+    expect(offer).to_contain_text("At least 39 more execute_sql requests wait")
+    expect(offer).to_contain_text("among the requests loaded so far")
     assert errors == []

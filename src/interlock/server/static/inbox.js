@@ -901,8 +901,11 @@ function reviewCard(t, intr, action, config, tool) {
           done: () => { state.batch = false; state.detail = null; refreshDetail(true); },
         });
       };
+      // counted among the rows loaded so far: with more pages to load, more may wait
+      const atLeast = state.nextBefore ? "At least " : "";
       offer = h("p", { class: "batch-offer muted" },
-        `${others.length} more ${action.name} request${others.length === 1 ? "" : "s"} wait${others.length === 1 ? "s" : ""}. `,
+        `${atLeast}${others.length} more ${action.name} request${others.length === 1 ? "" : "s"} wait${others.length === 1 ? "s" : ""}`
+        + (atLeast ? " (among the requests loaded so far; scroll the list for more). " : ". "),
         keyButton("Approve several…", "S", { class: "btn ghost small approve-several", onclick: several }));
       keys.s = several;
     }
