@@ -171,3 +171,94 @@ def cancelled_mid_tool_then_recovered(db: Path, ran: list[str]) -> tuple[Agent, 
         return await b.arecover("t")
 
     return b, asyncio.run(cancelled_mid_tool())
+
+
+TAKEN_OVER_CHILD = """
+import asyncio, os, sys, time
+from datetime import timedelta
+from test_spill import charging
+from interlock import tool
+
+ran, go = sys.argv[2], sys.argv[3]
+
+@tool
+async def charge(amount: int) -> str:
+    '''Charge an amount.'''
+    with open(ran, "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()}\\n")
+    while not os.path.exists(go):  # blocks the event loop: the lease is not renewed
+        time.sleep(0.05)
+    return f"charged {amount}"
+
+agent = charging(charge, sys.argv[1])
+agent.lease = timedelta(seconds=0.5)
+try:
+    agent.resume("t", [{"type": "approve"}])
+except Exception as exc:
+    print("refused:", type(exc).__name__, flush=True)
+os._exit(0)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("then", ["decision", "sweep", "cancel"])
+def test_a_result_spilled_after_a_takeover_withdraws_the_unknown_question(
+        tmp_path: Path, then: str) -> None:
+    """A process runs an approved call whose tool outlives the lease; another process takes
+    the thread over and asks "outcome unknown"; then the tool returns, the first process
+    cannot store the result (the thread is no longer its own), spills it next to the
+    database and ends. The result is known: the sweep stores it and withdraws the question, a
+    reviewer's decision on the question is refused instead of overruling it (before: "run
+    it again" ran the tool a second time, and the sweep left the question pending for good),
+    and a cancel closes the call with its real result, not as "outcome unknown"."""
+    import time
+
+    from interlock import StaleInterrupt
+
+    db, ran, go = str(tmp_path / "t.db"), tmp_path / "ran.txt", tmp_path / "go"
+    ran.touch()
+    agent = make_agent(db, str(ran))
+    assert agent.invoke("charge", thread_id="t").interrupted
+    child = subprocess.Popen(
+        [sys.executable, "-c", TAKEN_OVER_CHILD, db, str(ran), str(go)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get(
+            "PYTHONPATH", "")])})
+    try:
+        deadline = time.monotonic() + 60
+        while not agent.recover_stale():  # taken over once the child's lease ran out
+            assert time.monotonic() < deadline, "the thread was never taken over"
+            time.sleep(0.2)
+        [request] = agent.get_thread("t").interrupts
+        assert request.value.action_requests[0].reason == "outcome_unknown"
+        go.touch()
+        out, _ = child.communicate(timeout=60)
+    finally:
+        go.touch()
+        if child.poll() is None:
+            child.kill()
+    assert "refused:" in out, out
+    assert len(ran.read_text().split()) == 1
+    assert list(Path(db + ".unstored").glob("*.json")), "the result was spilled"
+
+    if then == "decision":
+        with pytest.raises(StaleInterrupt):
+            agent.resume("t", [{"type": "approve"}], interrupt_id=request.id)
+    elif then == "sweep":
+        agent.recover_stale()
+    else:
+        agent.cancel("t")
+    state = agent.get_thread("t")
+    [entry] = agent.journal("t")
+    assert len(ran.read_text().split()) == 1  # not run again
+    assert entry.state.value == "succeeded" and entry.result is not None
+    assert entry.result.content == "charged 7"
+    assert state.interrupts == []
+    assert state.status == ("idle" if then == "cancel" else "completed")
+    if then != "cancel":
+        assert state.messages[-1].content == "done: charged 7"
+    late = [r for r in agent.audit("t") if r.kind == "recovered" and r.tool_call_id == "c1"]
+    assert [r.data.get("result_stored_late") for r in late] == [True]
+    assert list(Path(db + ".unstored").glob("*.json")) == []
+    assert agent.verify_audit("t").ok
+    agent.close()

@@ -45,7 +45,7 @@ from ..storage.base import (
 )
 from ..subagents import SubAgentTool
 from .deps import RunDeps
-from .execute import settle_stopped_run
+from .execute import settle_stopped_run, store_late_results
 from .pauses import replace_review, review_calls
 from .policy import classify_call, settings_with, tightened
 from .quorum import changes_call, check_self_approval, record_approval, revise
@@ -122,10 +122,11 @@ def pending_calls(pending: Sequence[Interrupt]) -> dict[str, str]:
 
 
 def refuse_if_shifted(txn: ThreadTxn, spec: ResumeSpec, before: Mapping[str, str]) -> None:
-    """Deadlines applied as this resume touched the thread took calls away from what was
-    pending: decisions that do not name their calls would now go to others than the ones
-    their sender was shown (invariant 1). They are refused (:class:`CallSettled`, for the
-    first call that expired); decisions keyed by call id are judged one by one as usual."""
+    """Deadlines applied as this resume touched the thread (or late results stored for calls
+    asked about as "outcome unknown") took calls away from what was pending: decisions that
+    do not name their calls would now go to others than the ones their sender was shown
+    (invariant 1). They are refused (:class:`CallSettled`, for the first call taken away);
+    decisions keyed by call id are judged one by one as usual."""
     now = pending_calls(txn.thread.pending)
     gone = [cid for cid in before if cid not in now]
     if not gone or (spec.decisions is None and not spec.reviews):
@@ -134,7 +135,10 @@ def refuse_if_shifted(txn: ThreadTxn, spec: ResumeSpec, before: Mapping[str, str
                                                                       .values())
     if all((keys := _call_keys(d))[0] and not keys[1] for d in given):
         return
-    raise CallSettled(txn.thread_id, gone[0], before[gone[0]], CallState.EXPIRED.value, None)
+    e = txn.snapshot.journal.get(gone[0])
+    state = e.state.value if e is not None else CallState.EXPIRED.value
+    raise CallSettled(txn.thread_id, gone[0], before[gone[0]], state,
+                      e.decided_by if e is not None else None)
 
 
 async def apply_resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> None:
@@ -423,6 +427,9 @@ async def cancel(txn: ThreadTxn, deps: RunDeps, reason: str | None, reviewer: Re
         raise NoPendingInterrupt(txn.thread_id)
     if stopped:  # ended too when it stopped after its calls (in the model's answer)
         await settle_stopped_run(txn)
+    # a result kept for a call asked about as "outcome unknown" is stored, not cancelled
+    # as one whose outcome is unknown
+    await store_late_results(txn)
     await _cancel_children(txn, deps, reason, reviewer)
     t = txn.thread
     now = txn.now()

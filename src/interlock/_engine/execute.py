@@ -570,10 +570,12 @@ def build_tool_handler(middleware: Sequence[BoundMiddleware | object]) -> ToolCa
 
 
 async def store_late_results(txn: ThreadTxn) -> bool:
-    """Calls asked about as "outcome unknown" whose result this process kept: it ran them and
+    """Calls asked about as "outcome unknown" whose result was kept: a process ran them and
     could not store the result before another process took the thread over (its writes
-    failed for longer than its lease). The result is stored now and the question withdrawn:
-    a known outcome does not stay "unknown". Returns whether anything was stored."""
+    failed for longer than its lease); this one, or one that died, through the spill
+    directory. The result is stored now and the question withdrawn: a known outcome does not
+    stay "unknown". Kept results that can no longer be stored (the call got an outcome
+    otherwise, or was run again) are forgotten. Returns whether anything was stored."""
     stored = False
     while (found := _late_result(txn)) is not None:
         review, e, msg = found
@@ -583,6 +585,13 @@ async def store_late_results(txn: ThreadTxn) -> bool:
             {"result_stored_late": True, "attempt": e.attempts})])
         await store_outcome(txn, entry_with(e, state=CallState.RUNNING), msg)
         stored = True
+    journal = txn.snapshot.journal
+
+    def outdated(call_id: str, attempt: int) -> bool:
+        e = journal.get(call_id)  # the open turn's calls: one of a closed turn has its outcome
+        return e is None or e.attempts > attempt or e.state in FINAL_STATES
+
+    spill.drop_moot(txn.store, txn.thread_id, outdated)
     return stored
 
 

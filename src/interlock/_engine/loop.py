@@ -265,6 +265,19 @@ async def resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> RunResult:
                                  [i.id for i in txn.thread.pending])
     raise_if_answered(txn, spec)
     shown = txn.thread.pending
+    if await store_late_results(txn):
+        # a result kept for a call asked about as "outcome unknown" (by this process, or left
+        # in the spill directory by one that died) is stored and that question withdrawn: no
+        # decision on it may overrule the known outcome (a retry would run the tool again)
+        if not txn.thread.pending:
+            await txn.commit(status="running", error=None)
+            await loop(txn, deps)
+            raise StaleInterrupt(txn.thread_id,
+                                 spec.interrupt_id or (shown[0].id if shown else ""),
+                                 [i.id for i in txn.thread.pending])
+        await txn.commit(hold_lease=False)  # the rest waits for a person, as before
+        refuse_if_shifted(txn, spec, pending_calls(shown))
+        shown = txn.thread.pending
     if await expire_and_continue(txn, deps) is not None:
         # every pending call expired and the run went on: this answer came too late
         raise StaleInterrupt(txn.thread_id, spec.interrupt_id or (shown[0].id if shown else ""),

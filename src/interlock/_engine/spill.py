@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from ..messages import ToolMessage
@@ -138,14 +139,52 @@ def only_here(store: object, thread_id: str) -> bool:
 
 
 def held_threads(store: object) -> list[str]:
-    """The threads of ``store`` for which this process holds a result the store did not take
-    (in memory)."""
+    """The threads of ``store`` for which a result the store did not take is kept: by this
+    process (in memory), or by any process in the store's spill directory (one that died
+    after another process had asked about the call as "outcome unknown" leaves it there)."""
     place = _Place(store)
-    return sorted({key[0] for p, key in _KEPT if p == place})
+    found = {key[0] for p, key in _KEPT if p == place}
+    where = spill_dir(store)
+    if where is not None:
+        found |= {key[0] for key in _spilled(where)}
+    return sorted(found)
+
+
+def _spilled(where: Path) -> list[Key]:
+    """The keys of the results in the spill directory ``where`` (unreadable files skipped)."""
+    keys: list[Key] = []
+    try:
+        paths = sorted(where.glob("*.json"))
+    except OSError:
+        return keys
+    for path in paths:
+        try:
+            key = json.loads(path.read_text(encoding="utf-8")).get("key")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(key, list) and len(key) == 3 and isinstance(key[0], str) and \
+                isinstance(key[1], str) and isinstance(key[2], int):
+            keys.append((key[0], key[1], key[2]))
+    return keys
 
 
 def _holds(place: _Place, thread_id: str) -> bool:
     return any(p == place and key[0] == thread_id for p, key in _KEPT)
+
+
+def drop_moot(store: object, thread_id: str, outdated: Callable[[str, int], bool]) -> None:
+    """Forget the results kept for ``thread_id`` (here and in the spill directory) that
+    ``outdated(tool_call_id, attempt)`` says can no longer be stored: the call has an outcome
+    recorded since (a reviewer's answer to the "outcome unknown" question, a cancel), or was
+    run again."""
+    place = _Place(store)
+    keys = {key for p, key in _KEPT if p == place and key[0] == thread_id}
+    where = spill_dir(store)
+    if where is not None:
+        keys |= {key for key in _spilled(where) if key[0] == thread_id}
+    for key in keys:
+        if outdated(key[1], key[2]):
+            drop(store, key)
 
 
 def drop(store: object, key: Key) -> None:
