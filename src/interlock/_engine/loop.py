@@ -422,21 +422,15 @@ async def call_model(txn: ThreadTxn, deps: RunDeps) -> None:
     history: list[Message] = list(txn.snapshot.messages)
     if deps.system_prompt:
         history.insert(0, SystemMessage(content=deps.system_prompt))
-    if txn.options.sink is not None:
-        message: AssistantMessage | None = None
-        async for piece in deps.model.stream(history, deps.tools):
-            if isinstance(piece, str):
-                if piece:
-                    await txn.emit(ModelTextDelta(txn.thread_id, escaped(piece)[0]))
-            else:
-                message = piece
-        if message is None:
-            raise InterlockError(
-                f"The model's stream ended without an assistant message (thread "
-                f"{txn.thread_id!r}); a Model.stream() must end with an AssistantMessage."
-            )
-    else:
-        message = await deps.model.generate(history, list(deps.tools))
+    # a run that holds the thread keeps its lease while the model answers, as while a tool
+    # runs: a slow answer is not taken over (and asked for again) by another process's
+    # recovery. Input staged for the model's first reply waits for it (stored with it), so
+    # no renewal writes it earlier.
+    keep: contextlib.AbstractAsyncContextManager[None] = (
+        txn.keep_lease() if txn.holding and not txn.has_staged_input
+        else contextlib.nullcontext())
+    async with keep:
+        message = await _answer(txn, deps, history)
     message = _unique_ids(txn, storable_reply(message))
     seq = txn.thread.message_count
     now = txn.now()
@@ -453,6 +447,25 @@ async def call_model(txn: ThreadTxn, deps: RunDeps) -> None:
     txn.stage(messages=[message], journal=entries, turn=seq, hooks=HookProgress())
     for c in message.tool_calls:
         await txn.emit(ToolCallProposed(txn.thread_id, c))
+
+
+async def _answer(txn: ThreadTxn, deps: RunDeps, history: list[Message]) -> AssistantMessage:
+    """The model's reply to ``history`` (streamed to the run's event sink when it has one)."""
+    if txn.options.sink is None:
+        return await deps.model.generate(history, list(deps.tools))
+    message: AssistantMessage | None = None
+    async for piece in deps.model.stream(history, deps.tools):
+        if isinstance(piece, str):
+            if piece:
+                await txn.emit(ModelTextDelta(txn.thread_id, escaped(piece)[0]))
+        else:
+            message = piece
+    if message is None:
+        raise InterlockError(
+            f"The model's stream ended without an assistant message (thread "
+            f"{txn.thread_id!r}); a Model.stream() must end with an AssistantMessage."
+        )
+    return message
 
 
 def _unique_ids(txn: ThreadTxn, message: AssistantMessage) -> AssistantMessage:
