@@ -2,10 +2,11 @@
 
 While a run advances a thread, the thread row carries ``lease_owner`` ("host|pid|nonce") and
 ``lease_until``. The lease is renewed at every commit and, while a tool runs or the model
-answers, every third of its length. Another process may take the thread over (and recover it) once the lease has
-expired or, on the same host, as soon as the owning process is gone. A process knows its own
-runs exactly (:func:`local_run`): a thread it owns on paper but no longer advances (the run
-failed and even its "failed" commit could not be stored) is recovered by it at once.
+answers, every third of its length. Another process may take the thread over (and recover
+it) once the lease has expired or, on the same host, as soon as the owning process is gone.
+A process knows its own runs exactly (:func:`local_run`): a thread it owns on paper but no
+longer advances (the run failed and even its "failed" commit could not be stored) is
+recovered by it at once.
 """
 
 from __future__ import annotations
