@@ -279,7 +279,9 @@ def test_a_worker_stops_even_when_a_sweep_turns_its_stop_into_an_error(
         if "cancelled" in sweeps:
             return []  # once is enough (the test then ends either way)
         try:
-            await asyncio.sleep(0.3)
+            # long enough that the stop always finds this sweep under way (a 0.3 s sweep could
+            # end, and the next begin, before a busy machine let the test set the stop)
+            await asyncio.sleep(30)
         except asyncio.CancelledError:
             sweeps.append("cancelled")
             raise StorageError("injected: the stop became an error") from None
