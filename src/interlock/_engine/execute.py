@@ -569,13 +569,20 @@ def build_tool_handler(middleware: Sequence[BoundMiddleware | object]) -> ToolCa
     return handler
 
 
-async def store_late_results(txn: ThreadTxn) -> bool:
+async def store_late_results(txn: ThreadTxn, *, tidy: bool = True) -> bool:
     """Calls asked about as "outcome unknown" whose result was kept: a process ran them and
     could not store the result before another process took the thread over (its writes
     failed for longer than its lease); this one, or one that died, through the spill
     directory. The result is stored now and the question withdrawn: a known outcome does not
     stay "unknown". Kept results that can no longer be stored (the call got an outcome
-    otherwise, or was run again) are forgotten. Returns whether anything was stored."""
+    otherwise, or was run again) are forgotten: always with ``tidy``, otherwise (a reviewer's
+    resume, which must not read the spill directory on every decision) only while the thread
+    asks about an outcome; the recovery sweep visits the threads named there and tidies them.
+    Returns whether anything was stored."""
+    if not tidy:
+        tidy = any(c.request.reason == "outcome_unknown" for review in txn.thread.pending
+                   if review.kind == "review" and review.path is None
+                   for c in review_calls(review))
     stored = False
     while (found := _late_result(txn)) is not None:
         review, e, msg = found
@@ -591,7 +598,8 @@ async def store_late_results(txn: ThreadTxn) -> bool:
         e = journal.get(call_id)  # the open turn's calls: one of a closed turn has its outcome
         return e is None or e.attempts > attempt or e.state in FINAL_STATES
 
-    spill.drop_moot(txn.store, txn.thread_id, outdated)
+    if tidy:
+        spill.drop_moot(txn.store, txn.thread_id, outdated)
     return stored
 
 

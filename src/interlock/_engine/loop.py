@@ -265,7 +265,7 @@ async def resume(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec) -> RunResult:
                                  [i.id for i in txn.thread.pending])
     raise_if_answered(txn, spec)
     shown = txn.thread.pending
-    if await store_late_results(txn):
+    if await store_late_results(txn, tidy=False):
         # a result kept for a call asked about as "outcome unknown" (by this process, or left
         # in the spill directory by one that died) is stored and that question withdrawn: no
         # decision on it may overrule the known outcome (a retry would run the tool again)
