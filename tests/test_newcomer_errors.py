@@ -4,6 +4,7 @@ what is wrong and names the fix."""
 from __future__ import annotations
 
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,57 @@ def test_a_thread_spelled_wrong_is_refused_with_the_interlock_spelling(
     if "two different" not in text:
         assert "agent.invoke(message, thread_id='t1')" in text
     assert agent.list_threads() == []  # nothing was stored
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ({"tools": execute_sql}, r"tools=.* is not a list: .*e\.g\. tools=\[execute_sql\]"),
+    ({"tools": "execute_sql"}, r"tools='execute_sql' is not a list"),
+    ({"middleware": HumanInTheLoop(interrupt_on={"execute_sql": True})},
+     r"middleware=HumanInTheLoop\(\.\.\.\) is not a list: .*middleware=\[HumanInTheLoop"),
+    ({"middleware": [HumanInTheLoop]}, r"lists a class: pass an instance, e\.g\. HumanInTheLoop"),
+    ({"checkpointer": "interlock.db"},
+     r"checkpointer='interlock\.db' is a path or URL, not a checkpointer: .*"
+     r"SqliteCheckpointer\('interlock\.db'\)"),
+    ({"checkpointer": Path("interlock.db")}, r"is a path or URL, not a checkpointer"),
+    ({"checkpointer": SqliteCheckpointer}, r"checkpointer=SqliteCheckpointer is a class"),
+    ({"checkpointer": object()}, r"is not a checkpointer: pass MemoryCheckpointer\(\)"),
+    ({"model": ScriptedModel}, r"model=ScriptedModel is a class: pass an instance"),
+    ({"lease": 60}, r"lease must be a datetime\.timedelta, got int 60: write "
+                    r"lease=timedelta\(seconds=\.\.\.\)"),
+    ({"lease": timedelta(0)}, r"lease must be positive"),
+    ({"tool_grace": 5.0}, r"tool_grace must be a datetime\.timedelta, got float"),
+    ({"max_turns": "5"}, r"max_turns must be a whole number, got str '5'"),
+    ({"max_turns": 0}, r"max_turns must be at least 1"),
+    ({"cached_threads": -1}, r"cached_threads must be at least 0"),
+    ({"system_prompt": ["be brief"]}, r"system_prompt must be a string \(or None\), got list"),
+    ({"name": ""}, r"name must be a non-empty string"),
+    ({"clock": "now"}, r"clock must be a function"),
+])
+def test_an_agent_argument_of_the_wrong_kind_is_refused_at_agent(
+        kwargs: dict[str, object], expected: str) -> None:
+    args: dict[str, object] = {
+        "model": ScriptedModel([{"name": "execute_sql", "args": {"query": "DELETE x"}}, "done"]),
+        "tools": [execute_sql], "middleware": []}
+    args.update(kwargs)
+    with pytest.raises(ConfigurationError, match=expected):
+        Agent(**args)  # type: ignore[arg-type]
+
+
+def test_a_lease_given_as_a_number_stores_nothing(tmp_path: Path) -> None:
+    """``lease=60`` used to be taken and to fail mid-run, once the call was approved, with a
+    TypeError, leaving the thread stored as failed."""
+    store = SqliteCheckpointer(tmp_path / "lease.db")
+    ran: list[str] = []
+
+    @tool
+    def lookup(order_id: int) -> str:
+        """Look up an order."""
+        ran.append(str(order_id))
+        return "found"
+
+    with pytest.raises(ConfigurationError, match=r"lease must be a datetime\.timedelta"):
+        agent = Agent(model=ScriptedModel([{"name": "lookup", "args": {"order_id": 7}}, "done"]),
+                      tools=[lookup], checkpointer=store, lease=60)  # type: ignore[arg-type]
+        agent.invoke("find order 7", thread_id="t1")
+    ok = Agent(model=ScriptedModel(["hi"]), tools=[lookup], checkpointer=store)
+    assert ok.list_threads() == [] and ran == []

@@ -6,8 +6,17 @@ import asyncio
 import contextlib
 import logging
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from datetime import UTC, datetime, timedelta
+from os import PathLike
 from typing import Any
 
 from . import observe
@@ -96,6 +105,75 @@ _UNSET: Any = object()
 """How far up the parents of a sub-agent's thread are followed."""
 
 
+def _check_arguments(
+    *, tools: object, middleware: object, checkpointer: object, system_prompt: object,
+    max_turns: object, lease: object, tool_grace: object, clock: object, name: object,
+    cached_threads: object,
+) -> None:
+    """Refuse an ``Agent(...)`` argument of the wrong kind before anything uses it: a value
+    of the wrong type would otherwise fail later, deep in a run (``lease=60`` in the middle
+    of a tool call, with the thread stored as failed), as an error that names no argument."""
+    if not _is_list_like(tools) or isinstance(tools, Tool | ToolSource) or callable(tools):
+        one = getattr(tools, "name", None) or getattr(tools, "__name__", None)
+        raise ConfigurationError(
+            f"tools={tools!r} is not a list: Agent(tools=...) takes a list of tools, even for "
+            f"one, e.g. tools=[{one if isinstance(one, str) else 'execute_sql'}].")
+    if not _is_list_like(middleware) or hasattr(middleware, "after_model") \
+            or hasattr(middleware, "wrap_tool_call"):
+        kind = type(middleware).__name__
+        raise ConfigurationError(
+            f"middleware={kind}(...) is not a list: Agent(middleware=...) takes a list, even "
+            f"for one, e.g. middleware=[{kind}(...)].")
+    if checkpointer is not None:
+        if isinstance(checkpointer, str | bytes | PathLike):
+            raise ConfigurationError(
+                f"checkpointer={checkpointer!r} is a path or URL, not a checkpointer: pass a "
+                f"store, e.g. checkpointer=SqliteCheckpointer('interlock.db') or "
+                f"PostgresCheckpointer('postgresql://user@host/db'); "
+                f"interlock.storage.from_url(url) opens one from a --db URL.")
+        if isinstance(checkpointer, type):
+            raise ConfigurationError(
+                f"checkpointer={checkpointer.__name__} is a class: pass an instance, e.g. "
+                f"checkpointer=SqliteCheckpointer('interlock.db').")
+        if not callable(getattr(checkpointer, "load", None)) \
+                or not callable(getattr(checkpointer, "commit", None)):
+            raise ConfigurationError(
+                f"checkpointer={checkpointer!r} is not a checkpointer: pass "
+                f"MemoryCheckpointer(), SqliteCheckpointer('interlock.db') or "
+                f"PostgresCheckpointer(dsn).")
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise ConfigurationError(
+            f"system_prompt must be a string (or None), got {type(system_prompt).__name__} "
+            f"{system_prompt!r}.")
+    for arg, value, least in (("max_turns", max_turns, 1), ("cached_threads", cached_threads, 0)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigurationError(
+                f"{arg} must be a whole number, got {type(value).__name__} {value!r}.")
+        if value < least:
+            raise ConfigurationError(
+                f"{arg} must be at least {least}, got {value}"
+                + (" (0 turns the cache off)." if arg == "cached_threads" else "."))
+    for arg, value in (("lease", lease), ("tool_grace", tool_grace)):
+        if not isinstance(value, timedelta):
+            raise ConfigurationError(
+                f"{arg} must be a datetime.timedelta, got {type(value).__name__} {value!r}: "
+                f"write {arg}=timedelta(seconds=...).")
+    if lease <= timedelta(0):  # type: ignore[operator]
+        raise ConfigurationError(f"lease must be positive, got {lease}.")
+    if tool_grace < timedelta(0):  # type: ignore[operator]
+        raise ConfigurationError("tool_grace must not be negative.")
+    if clock is not None and not callable(clock):
+        raise ConfigurationError(
+            f"clock must be a function returning an aware datetime, got {clock!r}.")
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError(f"name must be a non-empty string, got {name!r}.")
+
+
+def _is_list_like(value: object) -> bool:
+    """A list, tuple or other iterable of items, not a string or a mapping."""
+    return isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping)
+
+
 class Agent:
     """An LLM with tools whose dangerous calls wait for a person.
 
@@ -123,6 +201,10 @@ class Agent:
         name: str = "agent",
         cached_threads: int = DEFAULT_THREADS,
     ) -> None:
+        _check_arguments(
+            tools=tools, middleware=middleware, checkpointer=checkpointer,
+            system_prompt=system_prompt, max_turns=max_turns, lease=lease,
+            tool_grace=tool_grace, clock=clock, name=name, cached_threads=cached_threads)
         self.model = resolve_model(model)
         self.tools: list[Tool]
         self.tools, self.tool_sources = expand_tools(tools)
@@ -164,13 +246,9 @@ class Agent:
                     f"decided and cancelled through its parent's, so both must use the same "
                     f"checkpointer object: pass checkpointer=... the same store to both."
                 )
-        if max_turns < 1:
-            raise ConfigurationError("max_turns must be at least 1.")
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.lease = lease
-        if tool_grace < timedelta(0):
-            raise ConfigurationError("tool_grace must not be negative.")
         self.tool_grace = tool_grace
         self._streamed: set[asyncio.Task[Any]] = set()
         """The runs of :meth:`astream` calls not finished yet (:meth:`aclose` ends them)."""
@@ -178,8 +256,6 @@ class Agent:
         self.name = name
         self.owner = process_owner()
         self.tool_handler = build_tool_handler(self._bound)
-        if cached_threads < 0:
-            raise ConfigurationError("cached_threads must not be negative (0 turns the cache off).")
         self._snapshots = SnapshotCache(cached_threads)
         # the key that signs the audit rows of every commit: read once, now, rather than by
         # the first commit; a missing key is still created, and a bad one still refused, by

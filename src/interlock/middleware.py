@@ -387,6 +387,11 @@ class BoundMiddleware:
 def bind(mw: object, tool_names: Collection[str] | None) -> BoundMiddleware:
     """Read the hooks of ``mw`` and run its ``validate_tools`` (unless ``tool_names`` is
     None); refuse an object with neither ``after_model`` nor ``wrap_tool_call``."""
+    if isinstance(mw, type):
+        raise ConfigurationError(
+            f"middleware=[{mw.__name__}] lists a class: pass an instance, e.g. "
+            f"{mw.__name__}(...)."
+        )
     cls = type(mw)
 
     def hook(attr: str) -> Any:

@@ -8,6 +8,11 @@ from .base import Model
 
 def resolve_model(model: Model | str) -> Model:
     """Accept a model object or the shorthand ``"openai:NAME"`` / ``"anthropic:NAME"``."""
+    if isinstance(model, type):
+        raise ConfigurationError(
+            f"model={model.__name__} is a class: pass an instance, e.g. "
+            f"model={model.__name__}(...), or a string like 'openai:gpt-4.1-mini'."
+        )
     if not isinstance(model, str):
         from ..integrations import adapt_model
 
