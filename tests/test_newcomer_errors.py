@@ -203,3 +203,38 @@ def test_a_lease_given_as_a_number_stores_nothing(tmp_path: Path) -> None:
         agent.invoke("find order 7", thread_id="t1")
     ok = Agent(model=ScriptedModel(["hi"]), tools=[lookup], checkpointer=store)
     assert ok.list_threads() == [] and ran == []
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("sqlite:///interlock.db", r"got a URL; it takes a file path: "
+                               r"SqliteCheckpointer\('interlock\.db'\)\. A --db URL is opened "
+                               r"with interlock\.storage\.from_url"),
+    ("sqlite:////srv/agents/interlock.db", r"SqliteCheckpointer\('/srv/agents/interlock\.db'\)"),
+    ("postgresql://app@db/agents", r"got a postgresql:// URL; .*PostgresCheckpointer\(url\)"),
+    (42, r"needs a file path \(str or pathlib\.Path\), got int 42"),
+])
+def test_sqlite_checkpointer_refuses_a_url_or_a_non_path_and_creates_nothing(
+        path: object, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The --db spelling typed into Python used to create a directory ``sqlite:`` (a file
+    ``42`` for a number) in the current directory and keep the threads there."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigurationError, match=expected):
+        agent = Agent(model=ScriptedModel(["hi"]), tools=[execute_sql],
+                      checkpointer=SqliteCheckpointer(path))  # type: ignore[arg-type]
+        agent.invoke("hi", thread_id="t1")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sqlite_checkpointer_reads_a_tilde_as_the_home_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    agent = Agent(model=ScriptedModel(["hi"]), tools=[execute_sql],
+                  checkpointer=SqliteCheckpointer("~/agents.db"))
+    assert agent.invoke("hi", thread_id="t1").output == "hi"
+    agent.close()
+    assert (home / "agents.db").is_file()
+    assert list(work.iterdir()) == []  # no directory named "~"

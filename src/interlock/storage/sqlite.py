@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 from pydantic_core import to_jsonable_python
 
 from .._offload import BLOCKING_CALLER, offload
-from ..errors import StorageError
+from ..errors import ConfigurationError, StorageError
 from ..messages import message_to_json, messages_from_json
 from ..outbox import OutboxEvent, outbox_json
 from .base import (
@@ -539,6 +539,31 @@ def _tell(batch: list[_Write]) -> None:
             loop.call_soon_threadsafe(_settle, items)
 
 
+def _file_path(path: object) -> str:
+    """The file of ``SqliteCheckpointer(path)``: a path (``~`` is the home directory), or
+    ``":memory:"``. A URL is refused: ``SqliteCheckpointer("sqlite:///x.db")`` would otherwise
+    create a directory named ``sqlite:`` with the database in it."""
+    if isinstance(path, Path):
+        return str(path.expanduser())
+    if not isinstance(path, str):
+        raise ConfigurationError(
+            f"SqliteCheckpointer needs a file path (str or pathlib.Path), got "
+            f"{type(path).__name__} {path!r}: e.g. SqliteCheckpointer('interlock.db').")
+    scheme, sep, rest = path.partition("://")
+    if sep and scheme != "file" and scheme.isascii() and scheme.replace("+", "").isalpha():
+        if scheme == "sqlite":
+            file = rest[1:] if rest.startswith("/") else rest
+            raise ConfigurationError(
+                f"SqliteCheckpointer({path!r}) got a URL; it takes a file path: "
+                f"SqliteCheckpointer({file or 'interlock.db'!r}). A --db URL is opened with "
+                f"interlock.storage.from_url({path!r}).")
+        raise ConfigurationError(
+            f"SqliteCheckpointer({path!r}) got a {scheme}:// URL; it takes a file path, e.g. "
+            f"SqliteCheckpointer('interlock.db'). A database URL is opened with "
+            f"interlock.storage.from_url(url) (postgresql://: PostgresCheckpointer(url)).")
+    return os.path.expanduser(path) if path.startswith("~") else path
+
+
 class SqliteCheckpointer:
     """Durable threads in one SQLite file.
 
@@ -561,7 +586,11 @@ class SqliteCheckpointer:
         busy_timeout: float = 30.0,
         read_keys: ReadKeys | None = None,
     ) -> None:
-        self.path = str(path)
+        self.path = _file_path(path)
+        if synchronous not in ("FULL", "NORMAL", "OFF"):
+            raise ConfigurationError(
+                f"SqliteCheckpointer(synchronous={synchronous!r}): use 'FULL' (the default: "
+                f"a commit survives power loss), 'NORMAL' or 'OFF'.")
         self.synchronous = synchronous
         self.busy_timeout = busy_timeout
         self.read_keys = read_keys
