@@ -238,3 +238,40 @@ def test_sqlite_checkpointer_reads_a_tilde_as_the_home_directory(
     agent.close()
     assert (home / "agents.db").is_file()
     assert list(work.iterdir()) == []  # no directory named "~"
+
+
+def test_tool_decorated_method_is_refused_with_the_bound_method_fix() -> None:
+    """@tool on a method inside a class used to make ``self`` a required argument the model
+    had to supply (every call failed with "self: Field required"), and the warning advised
+    annotating ``self: str``."""
+    with pytest.raises(ConfigurationError,
+                       match=r"Tool 'lookup': its first parameter is 'self', so it is a method "
+                             r".*tools=\[tool\(obj\.lookup\)\]"):
+        class Orders:
+            @tool
+            def lookup(self, order_id: int) -> str:
+                """Look up an order."""
+                return f"order {order_id}"
+
+    class Shop:
+        def __init__(self) -> None:
+            self.prefix = "order"
+
+        def lookup(self, order_id: int) -> str:
+            """Look up an order."""
+            return f"{self.prefix} {order_id}"
+
+    bound = tool(Shop().lookup)  # the fix the message names
+    assert list(bound.args_schema["properties"]) == ["order_id"]
+    agent = Agent(model=ScriptedModel([{"name": "lookup", "args": {"order_id": 7}}, "done"]),
+                  tools=[bound])
+    result = agent.invoke("find 7", thread_id="t1")
+    assert [m.content for m in result.messages if m.role == "tool"] == ["order 7"]
+
+
+def test_tool_given_its_name_positionally_or_no_usable_name_says_how_to_name_it() -> None:
+    with pytest.raises(ConfigurationError, match=r"@tool\('lookup'\): the name is a keyword "
+                                                 r"argument, @tool\(name='lookup'\)"):
+        tool("lookup")  # type: ignore[call-overload]
+    with pytest.raises(ConfigurationError, match=r"Tool name '<lambda>' .*give the tool a name"):
+        tool(lambda order_id: order_id)

@@ -100,13 +100,18 @@ class Tool:
         read_only: bool = False,
         return_direct: bool = False,
     ) -> None:
+        if isinstance(func, str):
+            raise ConfigurationError(
+                f"@tool({func!r}): the name is a keyword argument, @tool(name={func!r}).")
         if not callable(func):
             raise ConfigurationError(f"@tool needs a function, got {func!r}.")
         self.func = func
-        self.name = name or func.__name__
+        self.name = name or getattr(func, "__name__", "") or type(func).__name__
         if not self.name.replace("_", "").replace("-", "").isalnum():
             raise ConfigurationError(
-                f"Tool name {self.name!r} must contain only letters, digits, '_' and '-'."
+                f"Tool name {self.name!r} must contain only letters, digits, '_' and '-'"
+                + ("" if name else "; give the tool a name: tool(func, name='lookup_order') "
+                                   "or @tool(name='lookup_order')") + "."
             )
         doc = inspect.getdoc(func) or ""
         self.description = description if description is not None else doc.strip()
@@ -154,6 +159,15 @@ class Tool:
             raise ConfigurationError(
                 f"Cannot read the type hints of tool {self.name!r}: {exc}. Use importable types."
             ) from exc
+        first = next(iter(sig.parameters), None)
+        if first in ("self", "cls") and not inspect.ismethod(self.func):
+            raise ConfigurationError(
+                f"Tool {self.name!r}: its first parameter is {first!r}, so it is a method "
+                f"decorated in its class, and the model would be asked for {first!r} as an "
+                f"argument. Keep the method undecorated and make a tool of the bound method: "
+                f"tools=[tool(obj.{getattr(self.func, '__name__', self.name)})], or decorate a "
+                f"plain function."
+            )
         fields: dict[str, Any] = {}
         untyped: list[str] = []
         for pname, param in sig.parameters.items():
