@@ -14,6 +14,7 @@ from interlock import (
     ConfigurationError,
     HumanInTheLoop,
     InterlockWarning,
+    InterruptOn,
     InvalidDecision,
     ScriptedModel,
     SqliteCheckpointer,
@@ -275,3 +276,27 @@ def test_tool_given_its_name_positionally_or_no_usable_name_says_how_to_name_it(
         tool("lookup")  # type: ignore[call-overload]
     with pytest.raises(ConfigurationError, match=r"Tool name '<lambda>' .*give the tool a name"):
         tool(lambda order_id: order_id)
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ({"expires_after": 3600}, r"InterruptOn\(expires_after=3600\) must be a datetime\.timedelta,"
+                              r" e\.g\. expires_after=timedelta\(hours=1\)"),
+    ({"escalate_to": ["dba"], "escalate_after": 600},
+     r"InterruptOn\(escalate_after=600\) must be a datetime\.timedelta"),
+    ({"escalate_to": [1], "escalate_after": timedelta(minutes=5)},
+     r"give a non-empty list of roles"),
+    ({"allow_remember": "no"}, r"InterruptOn\(allow_remember='no'\) must be True or False"),
+    ({"self_approval": 0}, r"InterruptOn\(self_approval=0\) must be True or False"),
+    ({"reviewers": []}, r"InterruptOn\(reviewers=\[\]\) names no role, so no reviewer could "
+                        r"decide the calls: leave reviewers out"),
+])
+def test_an_interrupt_on_value_of_the_wrong_kind_is_refused(
+        kwargs: dict[str, object], expected: str) -> None:
+    """``expires_after=3600`` raised a TypeError comparing int and timedelta;
+    ``allow_remember="no"`` (a true value) allowed remembering; ``reviewers=[]`` was taken and
+    made every reviewer's decision NotAuthorized ("it needs one of the roles: .")."""
+    with pytest.raises(ConfigurationError, match=expected):
+        InterruptOn(**kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"interrupt_on\['execute_sql'\]: .*" + expected):
+        HumanInTheLoop(interrupt_on={"execute_sql": {"allowed_decisions": ["approve", "reject"],
+                                                     **kwargs}})

@@ -148,7 +148,7 @@ class InterruptOn:
     ``description``: text for the reviewer, or ``(call, turn) -> str``; evaluated once when the
     pause is created. ``when``: ``(call) -> bool``; False lets the call run without pausing; if it
     raises or returns ``None`` (a forgotten ``return``), the call pauses (fail closed).
-    ``reviewers``: roles allowed to decide.
+    ``reviewers``: roles allowed to decide (a non-empty list; None: any reviewer).
     ``expires_after``: a pending call older than this is resolved by ``on_expire``.
     ``approvals``: how many distinct reviewers must approve (four-eyes: 2); one reject
     rejects; an edit restarts the count (:mod:`interlock.quorum`). ``self_approval=False``: the
@@ -209,6 +209,21 @@ class InterruptOn:
             raise ConfigurationError(
                 f"InterruptOn(reviewers=...) must be a list of role names, got {self.reviewers!r}."
             )
+        if self.reviewers is not None and not self.reviewers:
+            raise ConfigurationError(
+                "InterruptOn(reviewers=[]) names no role, so no reviewer could decide the "
+                "calls: leave reviewers out to let any reviewer decide, or name the roles, "
+                "e.g. reviewers=['dba'].")
+        for arg in ("expires_after", "escalate_after"):
+            value = getattr(self, arg)
+            if value is not None and not isinstance(value, timedelta):
+                raise ConfigurationError(
+                    f"InterruptOn({arg}={value!r}) must be a datetime.timedelta, e.g. "
+                    f"{arg}=timedelta(hours=1).")
+        for arg in ("self_approval", "allow_remember"):
+            if not isinstance(getattr(self, arg), bool):
+                raise ConfigurationError(
+                    f"InterruptOn({arg}={getattr(self, arg)!r}) must be True or False.")
         if self.expires_after is not None and self.expires_after <= timedelta(0):
             raise ConfigurationError("InterruptOn(expires_after=...) must be a positive timedelta.")
         if not isinstance(self.approvals, int) or isinstance(self.approvals, bool) or \
@@ -222,8 +237,9 @@ class InterruptOn:
                 f"InterruptOn(approvals={self.approvals}) needs 'approve' or 'edit' in "
                 f"allowed_decisions.")
         if (self.escalate_to is None) != (self.escalate_after is None) or (
-                self.escalate_to is not None and (isinstance(self.escalate_to, str)
-                                                  or not self.escalate_to)):
+                self.escalate_to is not None and (
+                    isinstance(self.escalate_to, str) or not self.escalate_to
+                    or not all(isinstance(r, str) for r in self.escalate_to))):
             raise ConfigurationError(
                 "InterruptOn(escalate_to=[...], escalate_after=timedelta(...)) go together: "
                 "give a non-empty list of roles and a positive timedelta.")
