@@ -16,6 +16,7 @@ from interlock import (
     InterlockWarning,
     InterruptOn,
     InvalidDecision,
+    Reviewer,
     ScriptedModel,
     SqliteCheckpointer,
     ThreadNotFound,
@@ -300,3 +301,18 @@ def test_an_interrupt_on_value_of_the_wrong_kind_is_refused(
     with pytest.raises(ConfigurationError, match=r"interrupt_on\['execute_sql'\]: .*" + expected):
         HumanInTheLoop(interrupt_on={"execute_sql": {"allowed_decisions": ["approve", "reject"],
                                                      **kwargs}})
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("alice", "dba"), r"Reviewer\('alice', roles='dba'\): roles is a collection of role names, "
+                       r"e\.g\. roles=\{'dba'\}"),
+    (("alice", 7), r"roles is a collection of role names"),
+    (("alice", [1]), r"every role is a string"),
+    ((None,), r"Reviewer\(id=None\): the id is a string"),
+])
+def test_a_reviewer_with_roles_as_one_string_is_refused(
+        args: tuple[object, ...], expected: str) -> None:
+    """``Reviewer("alice", "dba")`` used to hold the roles 'd', 'b' and 'a'."""
+    with pytest.raises(ConfigurationError, match=expected):
+        Reviewer(*args)  # type: ignore[arg-type]
+    assert Reviewer("alice", ["dba"]).roles == frozenset({"dba"})

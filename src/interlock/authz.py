@@ -58,8 +58,22 @@ class Reviewer:
     roles: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.roles, frozenset):
-            object.__setattr__(self, "roles", frozenset(self.roles))
+        if not isinstance(self.id, str):
+            raise ConfigurationError(
+                f"Reviewer(id={self.id!r}): the id is a string, e.g. Reviewer('alice').")
+        roles: object = self.roles
+        if isinstance(roles, str | bytes) or not isinstance(roles, Iterable):
+            raise ConfigurationError(
+                f"Reviewer({self.id!r}, roles={roles!r}): roles is a collection of role names, "
+                f"e.g. roles={{'dba'}} or ['dba', 'ops'] (a string would be read letter by "
+                f"letter).")
+        if not isinstance(roles, frozenset):
+            roles = frozenset(roles)
+            object.__setattr__(self, "roles", roles)
+        if not all(isinstance(r, str) for r in roles):
+            raise ConfigurationError(
+                f"Reviewer({self.id!r}, roles=...): every role is a string, got "
+                f"{sorted(map(repr, roles))}.")
 
     @property
     def is_admin(self) -> bool:
