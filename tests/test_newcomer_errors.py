@@ -316,3 +316,23 @@ def test_a_reviewer_with_roles_as_one_string_is_refused(
     with pytest.raises(ConfigurationError, match=expected):
         Reviewer(*args)  # type: ignore[arg-type]
     assert Reviewer("alice", ["dba"]).roles == frozenset({"dba"})
+
+
+@pytest.mark.parametrize(("decision", "expected"), [
+    ({"action": "approve"}, r"decision 1 of 1 \(for call 'call_1_0', tool 'execute_sql'\) has no "
+                            r"'type' key; write \{'type': 'approve'\} instead of "
+                            r"\{'action': 'approve'\}"),
+    ({"decision": "Rejected", "message": "no"}, r"write \{'type': 'reject'\} instead of "
+                                                r"\{'decision': 'Rejected'\}"),
+    ({"message": "not now"}, r"has no 'type' key \(it has \['message'\]\); a decision is an "
+                             r"object like \{'type': 'approve'\}"),
+])
+def test_a_decision_without_a_type_key_says_so(decision: dict[str, str], expected: str) -> None:
+    """It used to say "has type None, which is not a decision type"."""
+    agent = gated()
+    agent.invoke("clean up", thread_id="t1")
+    before = agent.get_thread("t1").version
+    with pytest.raises(InvalidDecision, match=expected):
+        agent.resume("t1", [decision])
+    after = agent.get_thread("t1")
+    assert after.status == "interrupted" and after.version == before

@@ -126,6 +126,23 @@ def _parse_one(
             f"Allowed types here: {allowed_txt}.",
         )
     dtype = raw.get("type")
+    if "type" not in raw:
+        # {"action": "approve"}, {"decision": "reject"}: the type under another key
+        for key, value in raw.items():
+            if key in _DECISION_FIELDS or not isinstance(value, str):
+                continue
+            named = _SYNONYMS.get(value.lower(), value.lower())
+            if named in _MODELS:
+                raise InvalidDecision(
+                    thread_id,
+                    f"{where} has no 'type' key; write {{'type': {named!r}}} instead of "
+                    f"{{{key!r}: {value!r}}}. Allowed types here: {allowed_txt}.",
+                )
+        raise InvalidDecision(
+            thread_id,
+            f"{where} has no 'type' key (it has {sorted(map(str, raw))}); a decision is an "
+            f"object like {{'type': 'approve'}}. Allowed types here: {allowed_txt}.",
+        )
     if dtype not in _MODELS:
         hint = _SYNONYMS.get(str(dtype).lower()) if isinstance(dtype, str) else None
         raise InvalidDecision(
@@ -167,6 +184,9 @@ def _parse_one(
 _SYNONYMS = {"accept": "approve", "approved": "approve", "allow": "approve", "yes": "approve",
              "deny": "reject", "decline": "reject", "rejected": "reject", "no": "reject",
              "response": "respond", "answer": "respond", "edited": "edit", "modify": "edit"}
+_DECISION_FIELDS = frozenset({"message", "edited_action", "remember", "metadata", "tool_call_id",
+                              "revision"})
+"""The fields a decision has besides ``type``: their values are never the type."""
 _FIELD_SYNONYMS = {"reason": "message", "comment": "message", "args": "edited_action",
                    "action": "edited_action"}
 
