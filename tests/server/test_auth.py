@@ -187,6 +187,27 @@ def test_bad_token_configuration_is_refused(config: Any, problem: str) -> None:
         TokenAuth.from_config(config)
 
 
+def test_a_reversed_short_form_entry_is_explained_without_showing_the_token(
+        tmp_path: Path) -> None:
+    """``alice = "<token>"`` (a name, then its token) used to be read as the token "alice" for
+    a reviewer named by the secret, and the error printed the secret: "token for '<token>'"."""
+    secret = "Jc2x0m3v7qS9tYp1Lk4Zb8Rw"
+    path = tmp_path / "tokens.toml"
+    path.write_text(f'alice = "{secret}"\n')
+    with pytest.raises(ConfigurationError) as caught:
+        TokenAuth.from_file(path)
+    text = str(caught.value)
+    assert secret not in text
+    assert "entry #1, 'alice' = ...: this looks like a name followed by its token" in text
+    assert "[[reviewers]] with id = 'alice'" in text
+    with pytest.raises(ConfigurationError, match=r"entry #2 \(reviewer 'bob'\): tokens must be "
+                                                 r"strings of at least 16 characters"):
+        TokenAuth.from_config({ALICE: "alice", "tooshort": {"id": "bob"}})
+    with pytest.raises(ConfigurationError) as short:
+        TokenAuth.from_config({"tooshort": "alice-the-reviewer"})
+    assert "alice-the-reviewer" not in str(short.value)
+
+
 def test_bad_env_and_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="not valid JSON"):
         TokenAuth.from_env({"INTERLOCK_TOKENS": "{nope"})

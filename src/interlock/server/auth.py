@@ -241,8 +241,19 @@ class TokenAuth:
                 identity = _identity(item, where)
                 entries.append((cls._item_digest(item, where), identity))
         elif isinstance(data, Mapping):
-            for token, raw in data.items():
-                where = f"{source}, token for {raw!r}"
+            for n, (token, raw) in enumerate(data.items(), 1):
+                # never the raw value: in a reversed entry (name = token) it is the secret
+                rid = raw.get("id") if isinstance(raw, Mapping) else None
+                where = f"{source}, entry #{n}" + (
+                    f" (reviewer {rid!r})" if isinstance(rid, str) else "")
+                if isinstance(token, str) and len(token) < MIN_TOKEN_LENGTH and \
+                        isinstance(raw, str) and len(raw) >= MIN_TOKEN_LENGTH:
+                    raise ConfigurationError(
+                        f"{where}, {token!r} = ...: this looks like a name followed by its "
+                        f"token, the reverse of the short form, which maps a token to a "
+                        f"reviewer (\"<token>\" = \"alice\"). Write a table per reviewer "
+                        f"instead: [[reviewers]] with id = {token!r}, roles = [...] and "
+                        f"token = \"...\" (docs/server.md, Authentication and roles).")
                 entries.append((cls._token_digest(token, where), _identity(raw, where)))
         else:
             raise ConfigurationError(
