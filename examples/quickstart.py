@@ -14,13 +14,22 @@ people on one machine do not share a run).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
 import sys
 from pathlib import Path
 
-from interlock import Agent, HumanInTheLoop, InterruptOn, ScriptedModel, SqliteCheckpointer, tool
+from interlock import (
+    ActionRequest,
+    Agent,
+    HumanInTheLoop,
+    InterruptOn,
+    ScriptedModel,
+    SqliteCheckpointer,
+    tool,
+)
 
 THREAD = "quickstart"
 workdir = Path(os.environ.get("INTERLOCK_QUICKSTART_DIR")
@@ -58,10 +67,18 @@ agent = Agent(
     checkpointer=SqliteCheckpointer(workdir / "quickstart.db"),
 )
 
+
+
+def call_text(action: ActionRequest) -> str:
+    """``execute_sql(query="DELETE ...")``: the call as the reviewer should read it."""
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in action.args.items())
+    return f"{action.name}({args})"
+
+
 if first_run:
     result = agent.invoke("删除数据库中的旧记录", thread_id=THREAD)
     for action in result.interrupts[0].value.action_requests:
-        print(f"PAUSED: the agent wants to call {action.name}{action.args}")
+        print(f"PAUSED: the agent wants to call {call_text(action)}")
         print(f"        {action.description}")
     print(f"Stored in {workdir / 'quickstart.db'} (status: {result.status}).")
     print("Run this script again: a new process will pick up the paused run.")
@@ -73,7 +90,7 @@ if first_run:
 state = agent.get_thread(THREAD)
 action = state.interrupts[0].value.action_requests[0]
 print(f"Found the paused run {THREAD!r} (status: {state.status}): "
-      f"{action.name}{action.args}")
+      f"{call_text(action)}")
 answer = input("approve? [y/N] ") if sys.stdin.isatty() else "y"
 decision = {"type": "approve"} if answer.strip().lower().startswith("y") else {
     "type": "reject", "message": "Not without a backup."}

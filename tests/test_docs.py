@@ -783,7 +783,8 @@ def test_quickstart_pauses_in_one_process_and_finishes_in_the_next(tmp_path: Pat
                            env=env, capture_output=True, text=True, timeout=120,
                            stdin=subprocess.DEVNULL)
     assert first.returncode == 0, first.stderr
-    assert "PAUSED: the agent wants to call execute_sql" in first.stdout
+    assert ("PAUSED: the agent wants to call execute_sql(query=\"DELETE FROM records WHERE "
+            "created_at < '2025-01-01'\")") in first.stdout
     assert "(status: interrupted)" in first.stdout and "Run this script again" in first.stdout
     assert (work / "quickstart.db").exists()
     second = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")],
@@ -791,7 +792,7 @@ def test_quickstart_pauses_in_one_process_and_finishes_in_the_next(tmp_path: Pat
                             stdin=subprocess.DEVNULL)
     assert second.returncode == 0, second.stderr
     out = second.stdout
-    assert "Found the paused run 'quickstart' (status: interrupted)" in out
+    assert "Found the paused run 'quickstart' (status: interrupted): execute_sql(query=" in out
     assert "tool result: 2 rows affected" in out
     assert "Done: the old records are deleted." in out
     assert "records left: 1" in out and "audit chain intact: True" in out
