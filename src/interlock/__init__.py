@@ -29,6 +29,7 @@ from .errors import (
     ThreadBusy,
     ThreadInterrupted,
     ThreadNotFound,
+    UnseenRequest,
     VersionConflict,
 )
 from .events import (
@@ -168,6 +169,7 @@ __all__ = [
     "ToolMessage",
     "ToolSource",
     "ToolStarted",
+    "UnseenRequest",
     "Usage",
     "UserMessage",
     "VersionConflict",

@@ -7,7 +7,7 @@ or raises :class:`~interlock.InvalidDecision` and changes nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NamedTuple
 
@@ -15,8 +15,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from .authz import CallPolicy, ToolPolicy, check_decision, check_remember
 from .authz import Reviewer as Reviewer  # re-exported: where it always was
-from .errors import InvalidDecision, StaleRevision
+from .errors import InvalidDecision, StaleRevision, UnseenRequest
+from .interrupts import Interrupt
 from .review_request import PendingCall as PendingCall  # where it was always imported from
+from .review_request import read_request
 from .tools import ArgumentError, Tool
 
 FORMAT_VERSION = 1
@@ -410,3 +412,73 @@ def _check_edit(
         ) from None
     return name, dict(args)
 
+
+
+# -- what a response sent without an interrupt id may decide ----------------------------------
+
+
+def shown_key(interrupt_id: str, tool_call_id: str) -> str:
+    """A pending call as a record of what a reviewer was shown names it: its review request
+    and its ``tool_call_id`` (the next turn's calls are a new request, so new names)."""
+    return f"{interrupt_id}\x00{tool_call_id}"
+
+
+def shown_keys(interrupts: Iterable[Interrupt]) -> frozenset[str]:
+    """The pending calls that a response showing ``interrupts`` shows (:func:`shown_key`)."""
+    return frozenset(shown_key(i.id, a.tool_call_id) for i in interrupts if i.kind == "review"
+                     for a in read_request(i.value).action_requests)
+
+
+def named_calls(raw: Any) -> set[str]:
+    """The ``tool_call_id``\\ s that decisions in any shape :func:`resolve_decisions` takes name
+    themselves: the keys of ``{tool_call_id: decision}``, and the ``tool_call_id`` of a
+    decision that carries one."""
+    raw = _normalise(raw)
+    if is_decision(raw) or (isinstance(raw, Mapping) and "type" in raw):
+        named = _named_call(raw)
+        return {str(named)} if named is not None else set()
+    if isinstance(raw, Mapping):
+        return {str(k) for k in raw}
+    if isinstance(raw, Sequence) and not isinstance(raw, str | bytes):
+        return {str(n) for item in raw if (n := _named_call(item)) is not None}
+    return set()
+
+
+def unkeyed_calls(interrupts: Sequence[Interrupt], raw: Any,
+                  interrupt_id: str | None) -> list[str]:
+    """The pending calls that decisions sent with ``interrupt_id`` (``None``: none) would
+    decide only by their position: with no interrupt id, a list (or one decision) is paired
+    in order with the calls of the one pending review request. Calls a decision names by
+    ``tool_call_id`` are not counted (nor are any when an interrupt id is given)."""
+    if interrupt_id is not None:
+        return []
+    flat = _normalise(raw)
+    if isinstance(flat, Mapping) and "type" not in flat:
+        return []  # {tool_call_id: decision}
+    reviews = [i for i in interrupts if i.kind == "review"]
+    if len(reviews) != 1:
+        return []  # none or several pending: the core refuses a resume without an id
+    named = named_calls(raw)
+    return [a.tool_call_id for a in read_request(reviews[0].value).action_requests
+            if a.tool_call_id not in named]
+
+
+def check_shown(thread_id: str, interrupts: Sequence[Interrupt], deciding: Iterable[str],
+                shown: frozenset[str] | None) -> None:
+    """Invariant 1 for a response that names no interrupt id: it decides the pending calls
+    ``deciding`` (``tool_call_id``\\ s) by their position among the calls pending *now*, so
+    each must be a call its sender was shown. ``shown``: the calls listed by the latest
+    response to the sender that showed this thread's pending requests (:func:`shown_keys`);
+    ``None`` when that is not known (the sender never read the thread there; a script), and
+    then nothing is checked. A call of a request raised after that response (the thread moved
+    on to a new turn in between) is refused with :class:`~interlock.UnseenRequest`; nothing
+    is stored."""
+    if shown is None:
+        return
+    wanted = set(deciding)
+    for i in interrupts:
+        if i.kind != "review":
+            continue
+        for a in read_request(i.value).action_requests:
+            if a.tool_call_id in wanted and shown_key(i.id, a.tool_call_id) not in shown:
+                raise UnseenRequest(thread_id, a.tool_call_id, a.name, i.id)

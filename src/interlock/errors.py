@@ -17,6 +17,7 @@
     │   ├── InterruptConflict     another resume of the same interrupt won
     │   │   ├── StaleRevision     the decision was made for an earlier revision of the call
     │   │   ├── PositionTaken     an unkeyed response would skip to a call its sender was not shown
+    │   │   ├── UnseenRequest     an unkeyed response would decide a request its sender never saw
     │   │   └── CallSettled       the call named was settled before (expired, decided, cancelled)
     │   ├── ThreadBusy            another process is advancing the thread right now
     │   └── VersionConflict       a store's compare-and-set lost: the thread's version moved
@@ -225,6 +226,26 @@ class PositionTaken(InterruptConflict):
             f"{tool_call_id!r} ({name}), which you may not have been shown. Nothing was "
             f"stored. Reload the thread and answer the call you review keyed by its interrupt "
             f"id ({{{lg_id!r}: response}}).", thread_id, tool_call_id)
+
+
+class UnseenRequest(InterruptConflict):
+    """A response sent without an interrupt id answers the calls pending now by position, and
+    the thread has moved on to a request its sender has not been shown since they last read the
+    thread (another reviewer answered what they were shown and the agent asked about a new
+    call, or their own earlier answer did). Nothing was stored or run."""
+
+    tool_call_id: str
+
+    def __init__(self, thread_id: str, tool_call_id: str, name: str,
+                 interrupt_id: str) -> None:
+        _about_call(
+            self, f"This response names no interrupt id, so it would decide the call pending "
+            f"now on thread {thread_id!r} by its position: call {tool_call_id!r} ({name}) of "
+            f"request {interrupt_id!r}. But that request was raised after you last read the "
+            f"thread, and you have not been shown it since. Nothing was stored or run. Read "
+            f"the thread again and answer what it shows, or key your answer by the interrupt "
+            f"id of the call you review (or send the checkpoint you read with it).",
+            thread_id, tool_call_id)
 
 
 class CallSettled(InterruptConflict):

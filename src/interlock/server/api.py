@@ -17,6 +17,7 @@ from pydantic import AfterValidator
 from .. import subagent_tree as agent_tree
 from ..audit.verify import AuditHead, AuditReport
 from ..authz import check_admin, facts_of, may_read
+from ..decisions import check_shown, unkeyed_calls
 from ..paging import Cursor, thread_page
 from ..result import RunResult
 from ..storage.base import HealthCheck
@@ -131,8 +132,10 @@ def _urls(request: Request, thread_id: str, after: str) -> Accepted:
                     events_url=f"{base}/events?after={quote(after)}")
 
 
-def _outcome(request: Request, thread_id: str, after: str,
-             result: RunResult | None) -> JSONResponse:
+def _outcome(request: Request, state: ServerState, caller: Identity, thread_id: str,
+             after: str, result: RunResult | None) -> JSONResponse:
+    if result is not None:  # it shows the requests the run raised
+        state.shown.note(caller.id, result.thread_id, result.interrupts)
     if result is None:
         body = _urls(request, thread_id, after)
         return JSONResponse(body.model_dump(mode="json"), status_code=202,
@@ -207,6 +210,8 @@ async def list_threads(
     else:
         rows, nxt = await thread_page(lister, status=status, limit=limit, cursor=cursor,
                                       search=search)
+    for r in rows:  # the rows show the threads' pending requests
+        state.shown.note(caller.id, r.thread_id, r.pending)
     total = (await state.agent.acount_threads(status=status, search=search,
                                               reviewer=caller.reviewer(),
                                               top_level=not subagents)) if count else None
@@ -226,7 +231,7 @@ async def start_run(request: Request, state: State, caller: Caller, body: StartR
     after = state.hub.last_id()
     result = await state.runner.start(thread_id, body.message, reviewer=caller.reviewer(),
                                       wait=wait)
-    return _outcome(request, thread_id, after, result)
+    return _outcome(request, state, caller, thread_id, after, result)
 
 
 @router.get("/threads/{thread_id}", response_model=ThreadDetail, tags=["threads"],
@@ -234,8 +239,9 @@ async def start_run(request: Request, state: State, caller: Caller, body: StartR
 async def get_thread(state: State, caller: Caller, thread_id: ThreadId) -> ThreadDetail:
     """A thread: its messages, pending requests, every tool call and its audit history."""
     reviewer = caller.reviewer()
-    return await thread_detail(state.agent, await state.agent.aget_thread(
-        thread_id, reviewer=reviewer), reviewer)
+    current = await state.agent.aget_thread(thread_id, reviewer=reviewer)
+    state.shown.note(caller.id, current.thread_id, current.interrupts)
+    return await thread_detail(state.agent, current, reviewer)
 
 
 @router.get("/threads/{thread_id}/calls/{tool_call_id}", tags=["review"],
@@ -260,7 +266,7 @@ async def post_message(request: Request, state: State, caller: Caller, thread_id
     after = state.hub.last_id()
     result = await state.runner.start(thread_id, body.message, reviewer=caller.reviewer(),
                                       wait=wait)
-    return _outcome(request, thread_id, after, result)
+    return _outcome(request, state, caller, thread_id, after, result)
 
 
 @router.post("/threads/{thread_id}/decisions", status_code=202, tags=["review"],
@@ -268,13 +274,23 @@ async def post_message(request: Request, state: State, caller: Caller, thread_id
 async def post_decisions(request: Request, state: State, caller: Caller, thread_id: ThreadId,
                          body: PostDecisions, wait: Wait = False) -> JSONResponse:
     """Approve / edit / reject / respond. The reviewer is the token's owner; a ``reviewer``
-    field in the body is ignored."""
+    field in the body is ignored. Decisions sent without ``interrupt_id`` decide the pending
+    calls by position: refused (409 UnseenRequest) when the request pending now was raised
+    after the caller last read the thread through this server process."""
     state.limits.decisions(body.decisions)
     after = state.hub.last_id()
+    interrupt_id = body.interrupt_id
+    seen = state.shown.get(caller.id, thread_id) if interrupt_id is None else None
+    if seen is not None:
+        current = await state.agent.aget_thread(thread_id, reviewer=caller.reviewer())
+        calls = unkeyed_calls(current.interrupts, body.decisions, None)
+        check_shown(thread_id, current.interrupts, calls, seen)
+        if calls:  # bound to the request checked (a newer one meanwhile: 409, not decided)
+            interrupt_id = next(i.id for i in current.interrupts if i.kind == "review")
     result = await state.runner.resume(
-        thread_id, body.decisions, interrupt_id=body.interrupt_id,
+        thread_id, body.decisions, interrupt_id=interrupt_id,
         reviewer=caller.reviewer(), actor=caller.id, wait=wait)
-    return _outcome(request, thread_id, after, result)
+    return _outcome(request, state, caller, thread_id, after, result)
 
 
 @router.post("/threads/{thread_id}/answer", status_code=202, tags=["review"],
@@ -288,7 +304,7 @@ async def post_answer(request: Request, state: State, caller: Caller, thread_id:
     result = await state.runner.answer(
         thread_id, body.value, interrupt_id=body.interrupt_id,
         reviewer=caller.reviewer(), actor=caller.id, wait=wait)
-    return _outcome(request, thread_id, after, result)
+    return _outcome(request, state, caller, thread_id, after, result)
 
 
 @router.post("/threads/{thread_id}/cancel", response_model=RunOutcome, tags=["review"],
@@ -452,7 +468,7 @@ async def thread_events(state: State, caller: Caller, thread_id: ThreadId, after
     reviewer = caller.reviewer()
     await state.agent.aget_thread(thread_id, reviewer=reviewer)
     return stream(state, thread_topic(thread_id), last_event_id or after, reviewer,
-                  end_when_hidden=True)
+                  end_when_hidden=True, who=caller.id)
 
 
 @router.get("/inbox/events", tags=["streams"], response_class=StreamingResponse,
@@ -462,5 +478,5 @@ async def inbox_events(state: State, caller: Caller, after: After = None,
     """SSE for every thread the caller may read, from every server process on the same
     database: request_raised, request_resolved, thread_updated (each with the thread's
     summary) and resync."""
-    return stream(state, INBOX, last_event_id or after, caller.reviewer())
+    return stream(state, INBOX, last_event_id or after, caller.reviewer(), who=caller.id)
 

@@ -32,11 +32,13 @@ async def next_event(sub: Subscription, keepalive: float) -> StreamEvent | bytes
 
 
 def stream(state: ServerState, topic: str, after: str | None, reviewer: Reviewer | None, *,
-           end_when_hidden: bool = False) -> StreamingResponse:
+           end_when_hidden: bool = False, who: str | None = None) -> StreamingResponse:
     """Subscribe to ``topic``. Events published after ``after`` (or after this call) are
     delivered; a comment line every ``sse_keepalive`` seconds keeps proxies from timing out.
     Events about threads ``reviewer`` may not read are left out (``end_when_hidden``: the
-    stream ends instead, for a thread's own stream once its reader lost access)."""
+    stream ends instead, for a thread's own stream once its reader lost access). ``who``: the
+    caller, whose record of what they were shown (:class:`~.shown.ShownRecord`) the events
+    carrying pending requests update."""
     hub = state.hub
     start = after or hub.last_id()
     keepalive = state.sse_keepalive
@@ -57,6 +59,8 @@ def stream(state: ServerState, topic: str, after: str | None, reviewer: Reviewer
                     if end_when_hidden:
                         return
                     continue
+                if who is not None:
+                    state.shown.note_event(who, ev.data)
                 yield ev.encode()
                 if sub.overflowed and sub.queue.empty():
                     yield RESYNC

@@ -13,6 +13,7 @@ from .auth import FailureThrottle, TokenAuth
 from .hub import Hub
 from .limits import Limits
 from .runner import Runner
+from .shown import ShownRecord
 from .watcher import InboxWatcher
 
 
@@ -29,6 +30,9 @@ class ServerState:
     notify: NotifyConfig | None = None
     dispatcher: Dispatcher | None = None
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    shown: ShownRecord = field(default_factory=ShownRecord, repr=False)
+    """What each reviewer was last shown of each thread's pending requests (for responses
+    sent without an interrupt id)."""
 
     def end_streams(self) -> None:
         """End every open SSE stream; safe to call from any thread (used on shutdown so that

@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 from ...agent import Agent, ThreadState
 from ...authz import same_reviewer
+from ...decisions import check_shown, named_calls
 from ...errors import InvalidDecision, NoPendingInterrupt, PositionTaken, StaleInterrupt
 from ...storage.base import CallState
 from ...subagent_tree import tool_at
@@ -72,6 +73,8 @@ class Plan:
     positional: list[str] = field(default_factory=list)
     """The calls a response sent without an interrupt id decides, by their position among the
     pending calls (``tool_call_id``s; empty: the response named what it decides)."""
+    keyed: bool = False
+    """The response was keyed by interrupt ids (of calls or of whole review requests)."""
 
 
 def is_human_response(value: Any) -> bool:
@@ -83,16 +86,24 @@ def is_human_response(value: Any) -> bool:
     return kind in HUMAN_RESPONSE_TYPES
 
 
-def plan_resume(agent: Agent, state: ThreadState, resume: Any, who: str | None = None) -> Plan:
+def plan_resume(agent: Agent, state: ThreadState, resume: Any, who: str | None = None,
+                shown: frozenset[str] | None = None) -> Plan:
     """What ``resume`` from the reviewer ``who`` does on the thread as ``state`` shows it.
 
     A response sent without an interrupt id answers the first pending call(s) in order; it is
     refused (:class:`~interlock.PositionTaken`) when another reviewer decided a call before
     that one in the turn: it was shown something else first (invariant 1: an approval counts
-    only for what its sender was shown)."""
+    only for what its sender was shown). ``shown``: the calls the latest response to ``who``
+    that showed this thread's pending requests listed (``None``: not known); a call pending
+    now that is not among them (the thread moved on to a new request since) is refused
+    (:class:`~interlock.UnseenRequest`, :func:`interlock.decisions.check_shown`)."""
     plan = _plan_resume(agent, state, resume)
     if plan.positional and who is not None:
         _check_position(state, plan, who)
+    if plan.positional and not plan.keyed:
+        named = named_calls(resume)
+        check_shown(state.thread_id, state.interrupts,
+                    [c for c in plan.positional if c not in named], shown)
     return plan
 
 
@@ -141,7 +152,9 @@ def _plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
         if len(unknown) < len(resume) or all(_looks_like_id(k) for k in unknown):
             if unknown:
                 raise StaleInterrupt(tid, str(unknown[0]), list(by_id))
-            return _keyed(agent, tid, entries, by_id, requests, resume)
+            keyed = _keyed(agent, tid, entries, by_id, requests, resume)
+            keyed.keyed = True
+            return keyed
     if isinstance(resume, list) and resume and all(is_human_response(r) for r in resume):
         reviews = [p for p in entries if p.action is not None]
         if entries[0].action is None and len(resume) == 1:

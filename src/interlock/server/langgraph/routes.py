@@ -140,6 +140,11 @@ class LangGraphAPI:
                 self.new_thread(thread_id, caller) is None:
             raise ThreadNotFound(thread_id)
 
+    def note(self, caller: Identity, state: ThreadState) -> ThreadState:
+        """A response to ``caller`` shows ``state``'s pending requests (returned as is)."""
+        self.state.shown.note(caller.id, state.thread_id, state.interrupts)
+        return state
+
     def loader(self, thread_id: str, caller: Identity) -> LoadState:
         async def load() -> ThreadState:
             return await self.state.agent.aget_thread(thread_id, reviewer=caller.reviewer())
@@ -353,7 +358,12 @@ async def _plan(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunCr
             if not current.interrupts:
                 raise NoPendingInterrupt(thread_id)
             return Plan("cancel", reason=RESOLVE_REASON), None
-        return plan_resume(api.state.agent, current, command["resume"], caller.id), None
+        # sent with the checkpoint its client read (checked above: the latest), a command is
+        # bound to what that read showed; else to what the caller was last shown here
+        bound = bool(body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id"))
+        shown = None if bound else api.state.shown.get(caller.id, thread_id)
+        return plan_resume(api.state.agent, current, command["resume"], caller.id,
+                           shown), None
     if body.input is None:
         raise _unsupported(
             "UnsupportedInput",
@@ -475,7 +485,7 @@ async def _start(api: LangGraphAPI, caller: Identity, thread_id: str, body: RunC
 async def _values(api: LangGraphAPI, caller: Identity, thread_id: str,
                   fmt: Format) -> dict[str, Any]:
     current = await api.load(thread_id, caller)
-    return values_json(current, fmt) if current is not None else {}
+    return values_json(api.note(caller, current), fmt) if current is not None else {}
 
 
 # -- routes ------------------------------------------------------------------------------------
@@ -526,7 +536,7 @@ def build_router(fmt: Format) -> APIRouter:
         current = await api.load(thread_id, caller)
         if current is not None:
             if body.if_exists == "do_nothing":
-                return thread_json(current, fmt, api.assistant)
+                return thread_json(api.note(caller, current), fmt, api.assistant)
             raise ApiError(409, "ThreadExists",
                            f"Thread {thread_id!r} already exists; pass if_exists='do_nothing' "
                            f"to get it, or use another thread_id.")
@@ -548,7 +558,7 @@ def build_router(fmt: Format) -> APIRouter:
     async def get_thread(api: API, caller: Caller, thread_id: str) -> dict[str, Any]:
         current = await api.load(thread_id, caller)
         if current is not None:
-            return thread_json(current, fmt, api.assistant)
+            return thread_json(api.note(caller, current), fmt, api.assistant)
         if api.new_thread(thread_id, caller) is not None:
             return api.new_json(thread_id)
         raise ThreadNotFound(thread_id)
@@ -560,6 +570,8 @@ def build_router(fmt: Format) -> APIRouter:
         current = await api.load(thread_id, caller)
         if current is not None:
             out = state_json(current, fmt)
+            if checkpoint_id is None or checkpoint_id == out["checkpoint"]["checkpoint_id"]:
+                api.note(caller, current)
         else:
             new = api.new_thread(thread_id, caller)
             if new is None:
@@ -601,6 +613,7 @@ def build_router(fmt: Format) -> APIRouter:
         out = state_json(current, fmt)
         if body is not None and not _in_history(out, body):
             return JSONResponse([])
+        api.note(caller, current)
         return JSONResponse([out])
 
     @router.post("/threads/{thread_id}/state", tags=["threads"])
@@ -660,7 +673,8 @@ def build_router(fmt: Format) -> APIRouter:
         state = api.state
         accepted = len(before.messages) if before is not None else 0
         ctx = StreamContext(rec, api.assistant, fmt, modes, api.loader(thread_id, caller),
-                            seen_messages=accepted, accepted=accepted)
+                            seen_messages=accepted, accepted=accepted,
+                            note=lambda shown: api.note(caller, shown))
         return StreamingResponse(
             stream_run(ctx, sub, state, state.sse_keepalive, api.runs),
             media_type="text/event-stream",
@@ -825,7 +839,8 @@ async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
                 continue
             if current is not None and (wanted is None or current.status in wanted) and \
                     metadata_matches({**current.metadata, **meta}, body.metadata):
-                found.append((current.updated_at, thread_json(current, fmt, api.assistant)))
+                found.append((current.updated_at,
+                              thread_json(api.note(caller, current), fmt, api.assistant)))
     else:
         rows = []
         for status in wanted or (None,):
@@ -834,7 +849,8 @@ async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
         for r in rows[:end]:
             current = await api.load(r.thread_id, caller)
             if current is not None:
-                found.append((current.updated_at, thread_json(current, fmt, api.assistant)))
+                found.append((current.updated_at,
+                              thread_json(api.note(caller, current), fmt, api.assistant)))
     if wanted is None or "idle" in wanted:
         ids = set(body.ids) if body.ids is not None else None
         found += [(new.created_at, api.new_json(tid))

@@ -193,6 +193,12 @@ class StreamContext:
     whole: set[str] = field(default_factory=set)
     """Model messages sent whole (the run had stored them before their text reached this
     stream): their text deltas arriving later are not sent again as chunks."""
+    note: Callable[[ThreadState], Any] | None = None
+    """Called with each state whose pending requests an event of this stream shows."""
+
+    def shows(self, state: ThreadState) -> None:
+        if self.note is not None:
+            self.note(state)
 
     def meta(self, node: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {**self.assistant.metadata(), "run_id": self.rec.run_id,
@@ -217,6 +223,8 @@ async def stream_run(ctx: StreamContext, sub: Subscription | None, state: Server
     try:
         yield sse("metadata", {"run_id": ctx.rec.run_id, "attempt": 1})
         first = await ctx.load()  # the input or the decisions are stored by now
+        if {"events", "values"} & set(ctx.modes):
+            ctx.shows(first)
         if "events" in ctx.modes:
             yield ctx.event("on_chain_start", "LangGraph",
                             {"input": values_json(first, ctx.fmt)})
@@ -370,6 +378,9 @@ def _snapshot(ctx: StreamContext, state: ThreadState, *, last: bool) -> list[byt
         if "updates" in ctx.modes:
             out.append(sse("updates", {node: {"messages": [as_json]}}))
         out += _whole_message(ctx, as_json, node)
+    if (last and {"updates", "events"} & set(ctx.modes)) or \
+            ("values" in ctx.modes and (new or last)):
+        ctx.shows(state)  # the events below show its pending requests
     if "updates" in ctx.modes:
         entries = shown(state, ctx.fmt)
         if last and entries:
