@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import types
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Unpack
@@ -397,18 +397,14 @@ class ThreadTxn:
 
     # ------------------------------------------------------------------ leases
 
-    @contextlib.asynccontextmanager
-    async def keep_lease(self) -> AsyncIterator[None]:
-        """Renew the lease every third of its length while the block runs (a tool call).
+    def keep_lease(self) -> _LeaseKeeper:
+        """Renew the lease every third of its length while the ``async with`` block runs (a
+        tool call, the model's answer).
 
         A timer, not a task: most blocks end long before the first renewal is due, and then
         nothing but the timer was made (a task costs a few event-loop iterations to start,
-        cancel and settle)."""
-        keeper = _LeaseKeeper(self, max(self.lease.length.total_seconds() / 3, 0.05))
-        try:
-            yield
-        finally:
-            await keeper.stop()
+        cancel and settle); and a plain context manager, not a generator's."""
+        return _LeaseKeeper(self, max(self.lease.length.total_seconds() / 3, 0.05))
 
     async def renew_lease(self) -> None:
         """Store the thread row again with the lease extended (while a tool runs); a failure
@@ -467,10 +463,16 @@ class _LeaseKeeper:
 
     def __init__(self, txn: ThreadTxn, period: float) -> None:
         self.txn, self.period = txn, period
-        self.loop = asyncio.get_running_loop()
         self.renewal: asyncio.Task[None] | None = None
         self.stopped = False
-        self.timer: asyncio.TimerHandle | None = self.loop.call_later(period, self._due)
+        self.timer: asyncio.TimerHandle | None = None
+
+    async def __aenter__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.timer = self.loop.call_later(self.period, self._due)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
 
     def _due(self) -> None:
         self.timer = None
