@@ -23,6 +23,7 @@ from typing import Any
 from ..authz import reviewer_key
 from ..decisions import shown_key, shown_keys
 from ..interrupts import Interrupt
+from ..review_request import read_request
 
 KEEP_SHOWN = 100_000
 """How many (reviewer, thread) entries a process keeps."""
@@ -79,6 +80,8 @@ def _keys_of_interrupt(intr: Mapping[str, Any]) -> frozenset[str]:
     """The calls of one interrupt in its JSON form (a review request's ``action_requests``)."""
     if intr.get("kind") != "review" or not isinstance(intr.get("value"), Mapping):
         return frozenset()
-    return frozenset(shown_key(str(intr.get("id")), str(a.get("tool_call_id")))
-                     for a in intr["value"].get("action_requests") or []
-                     if isinstance(a, Mapping))
+    try:
+        calls = read_request(intr["value"]).action_requests
+    except ValueError:  # not a review request this version can read: it shows no call
+        return frozenset()
+    return frozenset(shown_key(str(intr.get("id")), a.tool_call_id) for a in calls)
