@@ -26,8 +26,12 @@ DECISIONS: list[list[dict[str, Any]]] = [
 @pytest.fixture
 def saved_garbage() -> Iterator[Callable[[], list[object]]]:
     """With the collector off, what a collection then finds unreachable (the cycles made
-    meanwhile)."""
+    meanwhile). The interlock objects alive when it starts are held until it ends: an earlier
+    test's agent that something still holds (a thread still running its slow tool, on a busy
+    machine) and lets go meanwhile is not a cycle this test's runs made."""
     gc.collect()
+    held = [o for o in gc.get_objects()
+            if isinstance(m := type(o).__module__, str) and m.startswith("interlock")]
     gc.disable()
     gc.set_debug(gc.DEBUG_SAVEALL)
 
@@ -43,6 +47,7 @@ def saved_garbage() -> Iterator[Callable[[], list[object]]]:
         gc.set_debug(0)
         gc.garbage.clear()
         gc.enable()
+        del held
 
 
 def interlock_objects(objects: list[object]) -> list[str]:
