@@ -43,7 +43,7 @@ def sub_tool(deps: RunDeps, e: JournalEntry) -> SubAgentTool | None:
 
 def child_state(txn: ThreadTxn, agent: str) -> ChildState:
     """The state of a sub-agent's thread at the end of a run on it."""
-    return state_of(txn.snapshot, agent, busy=txn.children_busy)
+    return state_of(txn.snapshot, agent, busy=bool(txn.children_busy))
 
 
 def state_of(snap: ThreadSnapshot, agent: str, *, busy: bool = False) -> ChildState:
@@ -112,7 +112,7 @@ async def wait_for_child(txn: ThreadTxn, deps: RunDeps, running: JournalEntry,
                   "child_thread_id": state.thread_id, "name": entry.effective.name,
                   "interrupts": [i.id for i in state.pending]})])
     if state.status == "busy":
-        txn.children_busy = True
+        txn.children_busy |= {state.thread_id}
     await txn.flush()
 
 

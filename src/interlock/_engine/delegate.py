@@ -12,7 +12,11 @@ that a crash from then on leaves it to recovery; the child then runs on, and the
 continues this thread's loop, which reads the child's outcome. When another process holds this
 thread meanwhile, the child still runs; whoever holds this thread reads it when it settles —
 a child still advanced then leaves this thread ``running`` without a lease, for the next
-settle or recovery.
+settle or recovery. The run that leaves it so looks at that child once more after letting
+go, and settles this thread again if the child's run ended meanwhile (that run, turned away
+from this thread while it was held, did not). A resume refused because another run's
+decision reached the child first does not touch this thread while that run advances the
+child: that run takes this thread up.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ async def settle_waiting(txn: ThreadTxn, deps: RunDeps) -> None:
         try:
             state = await tool.runner.settle_child(e.child_thread)
         except ConcurrencyError:
-            txn.children_busy = True
+            txn.children_busy |= {e.child_thread}
             continue
         except InterlockError as exc:
             await _finish(txn, deps, e, f"Sub-agent {tool.name!r} failed: "
@@ -69,7 +73,7 @@ async def settle_waiting(txn: ThreadTxn, deps: RunDeps) -> None:
                 show(txn, pending)
                 await txn.flush()
             if state.status == "busy":
-                txn.children_busy = True
+                txn.children_busy |= {e.child_thread}
 
 
 async def _finish(txn: ThreadTxn, deps: RunDeps, e: JournalEntry, text: str, *,

@@ -303,9 +303,23 @@ async def _route_or_settle(txn: ThreadTxn, deps: RunDeps, spec: ResumeSpec,
     try:
         return await route(txn, deps, spec, routes, claim=claim)
     except (InterruptConflict, StaleInterrupt, NoPendingInterrupt):
-        with contextlib.suppress(InterlockError):
-            await settle_after(txn, deps)
+        if not await _routed_busy(txn, routes):
+            with contextlib.suppress(InterlockError):
+                await settle_after(txn, deps)
         raise
+
+
+async def _routed_busy(txn: ThreadTxn, routes: list[Route]) -> bool:
+    """Whether a sub-agent a refused resume was routed to is advanced by another run right
+    now: that run stored the decision that won and takes this thread up after it; settling
+    the thread here meanwhile would take it from under that run (its record of the decision,
+    and its continuation, would be lost to a compare-and-set)."""
+    for r in routes:
+        e = txn.snapshot.journal.get(r.call_id) if txn.snap is not None else None
+        if e is not None and e.child_thread is not None \
+                and await txn.busy_elsewhere(e.child_thread) is not None:
+            return True
+    return False
 
 
 async def settle_after(txn: ThreadTxn, deps: RunDeps) -> RunResult:
@@ -356,6 +370,23 @@ async def finish_interrupted(txn: ThreadTxn) -> RunResult:
     return run_result(txn.snapshot)
 
 
+async def _stop_here(txn: ThreadTxn, deps: RunDeps) -> RunResult:
+    """:func:`finish_interrupted`; then, when it left the thread to a sub-agent another run
+    advances, look at that sub-agent once more: a run that ended in between tried to settle
+    this thread while this run held it and was turned away (``ThreadBusy``), so nobody else
+    would read its outcome until a sweep. Such a thread is taken again and settled."""
+    result = await finish_interrupted(txn)
+    busy = txn.children_busy
+    if not busy or all([await txn.busy_elsewhere(child) for child in busy]):
+        return result  # each of them still runs: its run settles this thread after it
+    txn.reset()
+    txn.children_busy = frozenset()
+    try:
+        return await recover(txn, deps)
+    except ThreadBusy:
+        return result  # another run took it: that run settles the sub-agents
+
+
 # ---------------------------------------------------------------------- the loop
 
 
@@ -369,7 +400,7 @@ async def loop(txn: ThreadTxn, deps: RunDeps) -> RunResult:
         t = txn.thread
         if t.turn is not None:
             if await advance_turn(txn, deps):
-                return await finish_interrupted(txn)
+                return await _stop_here(txn, deps)
             continue
         last = txn.snapshot.messages[-1] if txn.snapshot.messages else None
         direct = isinstance(last, ToolMessage) and returns_direct(txn.snapshot.messages,
@@ -511,7 +542,7 @@ async def advance_turn(txn: ThreadTxn, deps: RunDeps) -> bool:
     hooks = txn.thread.hooks
     if hooks is not None and not hooks.done and await run_hooks(txn, deps, message, hooks):
         return True
-    txn.children_busy = False
+    txn.children_busy = frozenset()
     waiting = has_waiting(txn)
     await handle_unknown(txn, deps, message)
     await ask_again_if_stricter(txn, deps, message)

@@ -125,9 +125,9 @@ class ThreadTxn:
         self._stored_told = False
         self._renewal_unsure = False
         """A lease renewal failed in a way that may have stored it (see :meth:`renew_lease`)."""
-        self.children_busy = False
-        """A sub-agent thread this run waits for is advanced by another process right now:
-        the thread is left ``running`` without a lease (see :mod:`interlock._subagents`)."""
+        self.children_busy: frozenset[str] = frozenset()
+        """The sub-agent threads this run waits for that another run advances right now: the
+        thread is left ``running`` without a lease (see :mod:`interlock._engine.delegate`)."""
 
     def reset(self) -> None:
         """Forget the loaded thread and everything staged (to load it afresh)."""
