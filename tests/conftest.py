@@ -189,6 +189,16 @@ class EntryPoint:
         return self._stream(agent, Command(resume=payload), thread_id)
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's headless chromium through Playwright, one per test module (see
+    ``server/live.py``); a module may define its own."""
+    from server.live import chromium
+
+    with chromium() as b:
+        yield b
+
+
 @pytest.fixture(params=["sync", "async", "stream"])
 def entry(request: pytest.FixtureRequest) -> EntryPoint:
     return EntryPoint(str(request.param))

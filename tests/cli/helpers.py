@@ -1,9 +1,11 @@
-"""Helpers for the CLI tests: a prepared demo data directory, subprocess environments."""
+"""Helpers for the CLI tests: a prepared demo data directory, subprocess environments, one
+edit in ``interlock review`` in a pseudo-terminal."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,3 +52,40 @@ def child_env(**extra: str) -> dict[str, str]:
 
 def cli_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "interlock.cli", *args]
+
+
+def edit_once_in_review(tmp_path: Path, agent_source: str, editor_source: str, message: str,
+                        sent: str, **env: str) -> str:
+    """Write ``agent_source`` as module ``edit_agent`` (its ``agent`` reads its settings from
+    ``env``) and pause its thread ``t`` with ``message``; then, in ``interlock review`` in a
+    pseudo-terminal, edit the call once with ``editor_source`` as ``$EDITOR`` and send the
+    edit, waiting for ``sent`` on screen. Returns what the review showed before sending (the
+    diff of the edit)."""
+    import pexpect
+
+    (tmp_path / "edit_agent.py").write_text(agent_source)
+    editor = tmp_path / "editor.py"
+    editor.write_text(editor_source)
+    environ = child_env(PYTHONPATH=f"{tmp_path}:{child_env()['PYTHONPATH']}", TERM="dumb",
+                        COLUMNS="100", EDITOR=f"{sys.executable} {editor}", **env)
+    made = subprocess.run(
+        [sys.executable, "-c", "import sys, edit_agent; "
+         "print(edit_agent.agent.invoke(sys.argv[1], thread_id='t').status)", message],
+        env=environ, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert made.stdout.strip() == "interrupted", made.stderr
+    argv = cli_argv("review", "--agent", "edit_agent:agent", "--reviewer", "bob",
+                    "--thread", "t")
+    child = pexpect.spawn(argv[0], argv[1:], env=environ, encoding="utf-8", timeout=60,
+                          dimensions=(50, 100), cwd=str(tmp_path))
+    try:
+        child.expect(r"\[q\] quit\s*\r?\n> ")
+        child.send("e")
+        child.expect(r"\[y\] send this edit\s+\[e\] edit again\s+\[n\] discard the edit")
+        diff = str(child.before)
+        child.expect("> ")
+        child.send("y")
+        child.expect(sent)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    return diff

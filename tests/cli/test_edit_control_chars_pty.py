@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-import pexpect
-
-from .helpers import child_env, cli_argv
+from .helpers import edit_once_in_review
 
 ARGS = {"to": "x@example.com", "subject": "\x1b[31mURGENT\x1b[0m\x07 invoice",
         "body": "Dear Noah,\r\nyour order left.\r\nBest,\rOps\x1b[1A\x1b[2Khidden"}
@@ -54,34 +50,10 @@ EDITOR = textwrap.dedent("""
 
 
 def test_control_characters_go_to_the_editor_escaped_and_run_unchanged(tmp_path: Path) -> None:
-    (tmp_path / "ctrl_agent.py").write_text(AGENT)
-    editor = tmp_path / "editor.py"
-    editor.write_text(EDITOR)
     runs, seen = tmp_path / "runs.txt", tmp_path / "seen.txt"
-    env = child_env(PYTHONPATH=f"{tmp_path}:{child_env()['PYTHONPATH']}", TERM="dumb",
-                    COLUMNS="100", CTRL_RUNS=str(runs), CTRL_DB=str(tmp_path / "db.sqlite"),
-                    CTRL_ARGS=json.dumps(ARGS), CTRL_SEEN=str(seen),
-                    EDITOR=f"{sys.executable} {editor}")
-    made = subprocess.run(
-        [sys.executable, "-c", "import ctrl_agent; "
-         "print(ctrl_agent.agent.invoke('mail noah', thread_id='t').status)"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert made.stdout.strip() == "interrupted", made.stderr
-    argv = cli_argv("review", "--agent", "ctrl_agent:agent", "--reviewer", "bob",
-                    "--thread", "t")
-    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=60,
-                          dimensions=(50, 100), cwd=str(tmp_path))
-    try:
-        child.expect(r"\[q\] quit\s*\r?\n> ")
-        child.send("e")
-        child.expect(r"\[y\] send this edit\s+\[e\] edit again\s+\[n\] discard the edit")
-        diff = child.before
-        child.expect("> ")
-        child.send("y")
-        child.expect("edited send_email")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
+    diff = edit_once_in_review(tmp_path, AGENT, EDITOR, "mail noah", "edited send_email",
+                               CTRL_RUNS=str(runs), CTRL_DB=str(tmp_path / "db.sqlite"),
+                               CTRL_ARGS=json.dumps(ARGS), CTRL_SEEN=str(seen))
     document = seen.read_bytes().decode()
     # nothing a terminal would act on, and no carriage return an editor or a reader would
     # turn into a line break: each is a JSON escape in the argument's section

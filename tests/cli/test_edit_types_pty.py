@@ -8,15 +8,12 @@ changes."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-import pexpect
 import pytest
 
-from .helpers import child_env, cli_argv
+from .helpers import edit_once_in_review
 
 AGENT = textwrap.dedent("""
     import json, os, pathlib
@@ -56,35 +53,12 @@ EDITOR = textwrap.dedent("""
     ("1", "true"), ("1", "1.0"), ("[1]", "[true]"), ("0", "false")])
 def test_an_edit_to_a_lookalike_value_is_shown_as_a_change_and_runs_as_sent(
         tmp_path: Path, proposed: str, edited: str) -> None:
-    (tmp_path / "edit_agent.py").write_text(AGENT)
-    editor = tmp_path / "editor.py"
-    editor.write_text(EDITOR)
     runs = tmp_path / "runs.txt"
-    env = child_env(PYTHONPATH=f"{tmp_path}:{child_env()['PYTHONPATH']}", TERM="dumb",
-                    COLUMNS="100", EDIT_RUNS=str(runs), EDIT_DB=str(tmp_path / "db.sqlite"),
-                    EDIT_FROM=proposed, EDIT_TO=edited, EDITOR=f"{sys.executable} {editor}")
-    made = subprocess.run(
-        [sys.executable, "-c", "import sys, edit_agent; "
-         "print(edit_agent.agent.invoke(sys.argv[1], thread_id='t').status)", proposed],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert made.stdout.strip() == "interrupted", made.stderr
-    argv = cli_argv("review", "--agent", "edit_agent:agent", "--reviewer", "bob",
-                    "--thread", "t")
-    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=60,
-                          dimensions=(50, 100), cwd=str(tmp_path))
-    try:
-        child.expect(r"\[q\] quit\s*\r?\n> ")
-        child.send("e")
-        child.expect(r"\[y\] send this edit\s+\[e\] edit again\s+\[n\] discard the edit")
-        diff = child.before
-        assert "unchanged: value" not in diff
-        shown = [line.strip(" │") for line in diff.splitlines()]
-        assert any(line.startswith("+ ") for line in shown), diff
-        child.expect("> ")
-        child.send("y")
-        child.expect("edited tune")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
+    diff = edit_once_in_review(tmp_path, AGENT, EDITOR, proposed, "edited tune",
+                               EDIT_RUNS=str(runs), EDIT_DB=str(tmp_path / "db.sqlite"),
+                               EDIT_FROM=proposed, EDIT_TO=edited)
+    assert "unchanged: value" not in diff
+    shown = [line.strip(" │") for line in diff.splitlines()]
+    assert any(line.startswith("+ ") for line in shown), diff
     assert [json.loads(line) for line in runs.read_text().splitlines()] == [json.loads(edited)]
     assert runs.read_text().splitlines() == [json.dumps(json.loads(edited))]

@@ -13,18 +13,12 @@ from typing import Any, TypeVar
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from server.live import chromium, shown_box
+from server.live import shown_box
 
 from .agents import QUERY, executions
 from .test_email import body_of, local, setup  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from playwright import sync_api as playwright_api
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from interlock import Agent, HumanInTheLoop, InterruptOn, ScriptedModel, SqliteCheckpointer, display
-from server.live import CHROMIUM_ARGS, LiveServer, chromium_path
+from server.live import CHROMIUM_ARGS, LiveServer, chromium_path, watched_page
 from server.server_agents import TOOLS, script
 
 from .test_display_policy import DANGEROUS
@@ -74,17 +74,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 @pytest.fixture
 def page(browser: Browser, live: LiveServer) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error"
-          and "Failed to load resource" not in m.text else None)
-    pg.goto(f"{live.url}/")
-    expect(pg.locator("#list-count")).to_contain_text("pending")
-    yield pg
-    context.close()
-    assert errors == [], errors
+    with watched_page(browser) as pg:
+        pg.goto(f"{live.url}/")
+        expect(pg.locator("#list-count")).to_contain_text("pending")
+        yield pg
 
 
 def open_thread(page: Page, thread_id: str) -> Locator:

@@ -48,7 +48,7 @@ from notify.agents import executions, runs_file
 from notify.fakes import FakeSlack, fake_slack, smtp_server
 from notify.test_email import LINK_SECRET, PUBLIC, LinkPage, body_of, link_token
 from notify.test_slack import SIGNING_SECRET, buttons, click, signed, wait_for
-from server.live import LiveServer, chromium
+from server.live import LiveServer
 
 from .test_revision_surfaces import TOKENS, as_
 
@@ -260,12 +260,6 @@ def test_email_link_does_not_approve_arguments_its_page_cuts(
 
 
 # -- the web inbox in headless Chromium -------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @contextlib.contextmanager

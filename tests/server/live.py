@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from conftest import unavailable
 from interlock import Agent
 from interlock.server import build_server
@@ -40,6 +42,42 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def watch(page: Any) -> list[str]:
+    """The script errors and CSP violations of ``page`` from now on, as a list that grows
+    (HTTP error statuses the page handles, like a 409, are logged by Chromium too: those are
+    left out)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error"
+            and "Failed to load resource" not in m.text else None)
+    return errors
+
+
+@contextlib.contextmanager
+def watched_page(browser: Any, width: int = 1360, height: int = 900) -> Iterator[Any]:
+    """A page in a fresh browser context (a test's ``page`` fixture's body); the test fails
+    when the page had a script error or a CSP violation (see :func:`watch`)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    errors = watch(page)
+    try:
+        yield page
+    finally:
+        context.close()
+    assert errors == [], errors
+
+
+def start_thread(url: str, message: str, thread_id: str,
+                 token: str | None = None) -> dict[str, Any]:
+    """Start ``thread_id`` with ``message`` through the HTTP API (as ``token``'s holder) and
+    wait until its run pauses or ends: the thread as the API answers."""
+    r = httpx.post(f"{url}/api/threads", params={"wait": "true"},
+                   headers={"Authorization": f"Bearer {token}"} if token else {},
+                   json={"message": message, "thread_id": thread_id}, timeout=30)
+    assert r.status_code == 200, r.text
+    return dict(r.json())
 
 
 def chromium_path() -> str:

@@ -23,7 +23,7 @@ from interlock import Agent, HumanInTheLoop, ScriptedModel, SqliteCheckpointer, 
 from interlock.messages import Message, UserMessage
 
 from .conftest import ALICE, BOB, CAROL, TOKENS, bearer
-from .live import CHROMIUM_ARGS, LiveServer, chromium_path, shown_box
+from .live import CHROMIUM_ARGS, LiveServer, chromium_path, shown_box, watched_page
 from .server_agents import EXECUTED, make_agent
 
 pytestmark = pytest.mark.browser
@@ -50,18 +50,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.on("dialog", lambda d: errors.append(f"dialog: {d.message}"))
-    # CSP violations and script errors show up as console errors (HTTP error statuses that the
-    # page handles, like a 422, are logged by Chromium too and are expected)
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error"
-          and "Failed to load resource" not in m.text else None)
-    yield pg
-    context.close()
-    assert errors == [], errors
+    with watched_page(browser) as pg:
+        dialogs: list[str] = []
+        pg.on("dialog", lambda d: dialogs.append(d.message))
+        yield pg
+    assert dialogs == [], dialogs
 
 
 class Api:

@@ -15,16 +15,10 @@ from playwright.sync_api import Browser, Page, expect
 
 from interlock import SqliteCheckpointer
 
-from .live import LiveServer, chromium
+from .live import LiveServer, start_thread, watched_page
 from .server_agents import EXECUTED, make_agent
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture
@@ -36,25 +30,14 @@ def server(tmp_path: Path) -> Iterator[LiveServer]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    context.close()
-    assert errors == [], errors
-
-
-def start(url: str, message: str, thread_id: str) -> None:
-    r = httpx.post(f"{url}/api/threads", params={"wait": "true"}, timeout=30,
-                   json={"thread_id": thread_id, "message": message})
-    assert r.status_code == 200, r.text
+    with watched_page(browser) as pg:
+        yield pg
 
 
 def test_a_half_written_reason_survives_moving_away_back_and_reload(page: Page,
                                                                     server: LiveServer) -> None:
-    start(server.url, "sql DELETE FROM carts", "carts")
-    start(server.url, "sql DELETE FROM users", "users")
+    start_thread(server.url, "sql DELETE FROM carts", "carts")
+    start_thread(server.url, "sql DELETE FROM users", "users")
     page.goto(f"{server.url}/#/t/carts")
     card = page.locator('.card[data-tool="execute_sql"]')
     expect(card.locator(".args")).to_contain_text("DELETE FROM carts")
@@ -77,7 +60,7 @@ def test_a_half_written_reason_survives_moving_away_back_and_reload(page: Page,
 
 def test_a_half_done_edit_survives_a_reload_and_is_sent_as_shown(page: Page,
                                                                  server: LiveServer) -> None:
-    start(server.url, "write notes.txt hello", "notes")
+    start_thread(server.url, "write notes.txt hello", "notes")
     page.goto(f"{server.url}/#/t/notes")
     card = page.locator('.card[data-tool="write_file"]')
     card.get_by_role("button", name="Edit…").click()

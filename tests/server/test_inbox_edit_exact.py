@@ -15,18 +15,12 @@ from playwright.sync_api import Browser, Page, expect
 
 from interlock import SqliteCheckpointer
 
-from .live import LiveServer, chromium
+from .live import LiveServer, start_thread, watched_page
 from .server_agents import EXECUTED, make_agent
 
 pytestmark = pytest.mark.browser
 
 CONTENT = "Dear Noah,\r\nyour order left.\r\n\r\nBest,\rOps"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture
@@ -38,13 +32,8 @@ def server(tmp_path: Path) -> Iterator[LiveServer]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    context.close()
-    assert errors == [], errors
+    with watched_page(browser) as pg:
+        yield pg
 
 
 def ran(url: str, thread_id: str) -> None:
@@ -56,15 +45,9 @@ def ran(url: str, thread_id: str) -> None:
     raise AssertionError(f"{thread_id} did not complete")
 
 
-def start(url: str, thread_id: str) -> None:
-    r = httpx.post(f"{url}/api/threads", params={"wait": "true"}, timeout=30,
-                   json={"thread_id": thread_id, "message": f"write notes.txt {CONTENT}"})
-    assert r.status_code == 200, r.text
-
-
 def test_editing_another_argument_keeps_carriage_returns(page: Page,
                                                          server: LiveServer) -> None:
-    start(server.url, "crlf-other")
+    start_thread(server.url, f"write notes.txt {CONTENT}", "crlf-other")
     page.goto(f"{server.url}/#/t/crlf-other")
     card = page.locator('.card[data-tool="write_file"]')
     card.get_by_role("button", name="Edit…").click()
@@ -78,7 +61,7 @@ def test_editing_another_argument_keeps_carriage_returns(page: Page,
 
 
 def test_text_with_carriage_returns_is_edited_exactly(page: Page, server: LiveServer) -> None:
-    start(server.url, "crlf-same")
+    start_thread(server.url, f"write notes.txt {CONTENT}", "crlf-same")
     page.goto(f"{server.url}/#/t/crlf-same")
     card = page.locator('.card[data-tool="write_file"]')
     card.get_by_role("button", name="Edit…").click()

@@ -22,34 +22,10 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 from interlock import SqliteCheckpointer
 
 from .conftest import ALICE, BOB, CAROL, TOKENS, bearer
-from .live import LiveServer, chromium, shown_box
+from .live import LiveServer, shown_box, start_thread, watch
 from .server_agents import EXECUTED, make_agent
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
-
-
-def watch(page: Page) -> list[str]:
-    """Script errors and CSP violations on the page (HTTP statuses the page handles are
-    logged by Chromium too: those are left out)."""
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error"
-            and "Failed to load resource" not in m.text else None)
-    return errors
-
-
-def start(url: str, message: str, thread_id: str, token: str | None = None) -> dict[str, Any]:
-    r = httpx.post(f"{url}/api/threads", params={"wait": "true"},
-                   headers=bearer(token) if token else {},
-                   json={"message": message, "thread_id": thread_id}, timeout=30)
-    assert r.status_code == 200, r.text
-    return dict(r.json())
 
 
 def thread(url: str, thread_id: str, token: str | None = None) -> dict[str, Any]:
@@ -84,7 +60,7 @@ def test_losing_a_race_keeps_the_draft_and_says_who_decided(browser: Browser,
     server = LiveServer(make_agent(SqliteCheckpointer(tmp_path / "race.db")), tokens=TOKENS)
     contexts = [browser.new_context(viewport={"width": 1280, "height": 860}) for _ in range(3)]
     try:
-        start(server.url, "sql DELETE FROM carts WHERE stale", "race-1", BOB)
+        start_thread(server.url, "sql DELETE FROM carts WHERE stale", "race-1", BOB)
         bob = signed_in(contexts[0], server.url, BOB, "bob (ops)")       # started it
         carol = signed_in(contexts[1], server.url, CAROL, "carol")       # no roles, no posts
         alice = signed_in(contexts[2], server.url, ALICE, "alice (dba, ops)")
@@ -172,7 +148,7 @@ def page(browser: Browser) -> Iterator[Page]:
 def test_the_next_request_opens_on_load_and_after_each_decision(page: Page,
                                                                 server: LiveServer) -> None:
     for n in (1, 2, 3):
-        start(server.url, f"sql SELECT {n}", f"next-{n}")
+        start_thread(server.url, f"sql SELECT {n}", f"next-{n}")
     page.goto(f"{server.url}/")
     # the newest request is open at once: the right pane does not start empty
     expect(page.locator(".thread-id")).to_have_text("next-3")
@@ -203,8 +179,8 @@ def test_rows_show_the_policys_word_on_the_risk_first(page: Page, server: LiveSe
     """A call whose policy describes it (its risk) shows that right under the tool's name in
     the list, the arguments after it; a call with the default description (which only
     repeats the tool and its arguments) shows its arguments there and the user's message."""
-    start(server.url, "drop orders", "risky")
-    start(server.url, "write a.txt some text", "plain")
+    start_thread(server.url, "drop orders", "risky")
+    start_thread(server.url, "write a.txt some text", "plain")
     listed = {t["thread_id"]: t for t in httpx.get(
         f"{server.url}/api/threads", timeout=30).json()["threads"]}
     assert listed["risky"]["pending"][0]["calls"][0]["risk"] == \
@@ -277,7 +253,7 @@ def test_a_row_whose_call_may_have_run_says_outcome_unknown(page: Page, tmp_path
 
 def test_enter_in_the_filter_opens_the_match(page: Page, server: LiveServer) -> None:
     for name in ("alpha", "beta", "gamma"):
-        start(server.url, f"write {name}.txt some text", f"file-{name}")
+        start_thread(server.url, f"write {name}.txt some text", f"file-{name}")
     page.goto(f"{server.url}/")
     expect(page.locator(".row")).to_have_count(3)
     # the rows show the arguments as a reader writes them, not as JSON
@@ -296,11 +272,11 @@ def test_enter_in_the_filter_opens_the_match(page: Page, server: LiveServer) -> 
 def test_approve_several_requests_of_one_tool_each_shown_in_full(
         page: Page, server: LiveServer) -> None:
     for name in ("a", "b", "c"):
-        start(server.url, f"write {name}.txt text for {name}", f"w-{name}")
-    start(server.url, "sql DELETE FROM t1", "s-1")
-    start(server.url, "sql DELETE FROM t2", "s-2")
-    start(server.url, "drop t3", "d-1")
-    start(server.url, "drop t4", "d-2")
+        start_thread(server.url, f"write {name}.txt text for {name}", f"w-{name}")
+    start_thread(server.url, "sql DELETE FROM t1", "s-1")
+    start_thread(server.url, "sql DELETE FROM t2", "s-2")
+    start_thread(server.url, "drop t3", "d-1")
+    start_thread(server.url, "drop t4", "d-2")
     page.goto(f"{server.url}/#/t/w-a")
     expect(page.locator(".row")).to_have_count(7)
     # the policies that ask for every call on its own, or for two reviewers, offer nothing

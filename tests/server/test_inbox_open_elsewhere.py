@@ -30,16 +30,10 @@ from interlock import (
 )
 
 from .conftest import ADMIN, ALICE, BOB, TOKENS, bearer
-from .live import LiveServer, chromium
+from .live import LiveServer, start_thread, watch
 from .server_agents import EXECUTED, TOOLS, script
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture
@@ -64,12 +58,6 @@ def context(browser: Browser) -> Iterator[BrowserContext]:
     ctx.close()
 
 
-def start(url: str, message: str, thread_id: str) -> None:
-    r = httpx.post(f"{url}/api/threads", params={"wait": "true"}, headers=bearer(ADMIN),
-                   json={"message": message, "thread_id": thread_id}, timeout=30)
-    assert r.status_code == 200, r.text
-
-
 def approve_as_bob(url: str, thread_id: str) -> None:
     t = httpx.get(f"{url}/api/threads/{thread_id}", headers=bearer(BOB), timeout=30).json()
     r = httpx.post(f"{url}/api/threads/{thread_id}/decisions", headers=bearer(BOB), timeout=30,
@@ -80,8 +68,7 @@ def approve_as_bob(url: str, thread_id: str) -> None:
 
 def alice(context: BrowserContext, url: str, thread_id: str) -> tuple[Page, list[str]]:
     page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    errors = watch(page)
     page.goto(f"{url}/#/t/{thread_id}")
     page.locator("#token").fill(ALICE)
     page.get_by_role("button", name="Sign in").click()
@@ -92,9 +79,9 @@ def alice(context: BrowserContext, url: str, thread_id: str) -> tuple[Page, list
 def test_a_thread_opened_beyond_the_loaded_rows_learns_it_was_decided(
         context: BrowserContext, server: LiveServer) -> None:
     # the thread alice reviews is the oldest of 42: the list's first page (40 rows) leaves it out
-    start(server.url, "sql DELETE FROM carts WHERE stale", "open-by-link")
+    start_thread(server.url, "sql DELETE FROM carts WHERE stale", "open-by-link", ADMIN)
     for n in range(41):
-        start(server.url, f"sql SELECT {n}", f"newer-{n:02d}")
+        start_thread(server.url, f"sql SELECT {n}", f"newer-{n:02d}", ADMIN)
     page, errors = alice(context, server.url, "open-by-link")
     card = page.locator('.card[data-tool="execute_sql"]')
     expect(card.locator(".args")).to_contain_text("DELETE FROM carts WHERE stale")
@@ -111,7 +98,7 @@ def test_a_thread_opened_beyond_the_loaded_rows_learns_it_was_decided(
 
 def test_a_decision_that_lost_a_race_to_an_approval_says_so_on_the_new_card(
         context: BrowserContext, server: LiveServer) -> None:
-    start(server.url, "drop orders", "four-eyes")
+    start_thread(server.url, "drop orders", "four-eyes", ADMIN)
     page, errors = alice(context, server.url, "four-eyes")
     card = page.locator('.card[data-tool="drop_table"]')
     expect(card).to_contain_text("approvals 0 of 2")
@@ -147,7 +134,7 @@ def test_a_decision_that_lost_a_race_to_an_approval_says_so_on_the_new_card(
 
 def test_a_request_that_expires_while_open_says_so_and_nothing_says_it_waits(
         context: BrowserContext, server: LiveServer) -> None:
-    start(server.url, "purge", "expiring")
+    start_thread(server.url, "purge", "expiring", ADMIN)
     page, errors = alice(context, server.url, "expiring")
     card = page.locator('.card[data-tool="purge"]')
     deadline = card.locator(".badge", has_text="expires")
@@ -170,8 +157,8 @@ def test_a_request_that_expires_while_open_says_so_and_nothing_says_it_waits(
 
 def test_an_open_edit_is_kept_as_the_reviewers_edit_not_as_the_models_text(
         context: BrowserContext, server: LiveServer) -> None:
-    start(server.url, "sql DELETE FROM carts WHERE stale", "edit-untouched")
-    start(server.url, "sql DELETE FROM users WHERE stale", "edit-changed")
+    start_thread(server.url, "sql DELETE FROM carts WHERE stale", "edit-untouched", ADMIN)
+    start_thread(server.url, "sql DELETE FROM users WHERE stale", "edit-changed", ADMIN)
     page, errors = alice(context, server.url, "edit-untouched")
     card = page.locator('.card[data-tool="execute_sql"]')
     # an edit opened and left as proposed: nothing of it is the reviewer's text
@@ -196,7 +183,7 @@ def test_an_open_edit_is_kept_as_the_reviewers_edit_not_as_the_models_text(
 def test_the_offer_to_approve_several_does_not_undercount_what_waits(
         context: BrowserContext, server: LiveServer) -> None:
     for n in range(42):  # the list's first page holds 40 of them
-        start(server.url, f"sql SELECT {n}", f"select-{n:02d}")
+        start_thread(server.url, f"sql SELECT {n}", f"select-{n:02d}", ADMIN)
     page, errors = alice(context, server.url, "select-41")
     offer = page.locator('.card[data-tool="execute_sql"] .batch-offer')
     # 41 others wait; 39 are loaded: the count says it is a lower bound, not the total

@@ -20,7 +20,7 @@ from procs.subagent_team import Effects
 
 from . import test_browser
 from .conftest import ALICE, BOB, TOKENS, bearer
-from .live import LiveServer
+from .live import LiveServer, start_thread
 from .subagent_agents import make_lead, make_same_name_team
 
 # the same Chromium, and the same page that fails a test on any script or console error
@@ -42,14 +42,6 @@ def live(tmp_path: Path, fx: Effects) -> Iterator[LiveServer]:
     server.stop()
 
 
-def start(base: str, message: str, thread_id: str, token: str | None = None) -> dict[str, Any]:
-    r = httpx.post(f"{base}/api/threads", params={"wait": "true"},
-                   headers=bearer(token) if token else {},
-                   json={"message": message, "thread_id": thread_id}, timeout=30)
-    assert r.status_code == 200, r.text
-    return dict(r.json())
-
-
 def card(page: Page, tool: str) -> Any:
     return page.locator(f'.card[data-tool="{tool}"]')
 
@@ -60,7 +52,7 @@ def steps(c: Any) -> Any:
 
 def test_parallel_children_decided_from_the_parent_item(page: Page, live: LiveServer,
                                                         fx: Effects) -> None:
-    start(live.url, "clean up", "team-1")
+    start_thread(live.url, "clean up", "team-1")
     page.goto(f"{live.url}/")
     # one item in the inbox: the parent thread, naming both children's calls
     rows = page.locator(".row")
@@ -131,7 +123,7 @@ def test_parallel_children_decided_from_the_parent_item(page: Page, live: LiveSe
 
 def test_depth_two_question_answered_in_the_inbox(page: Page, live: LiveServer,
                                                   fx: Effects) -> None:
-    start(live.url, "paint the kitchen", "paint-1")
+    start_thread(live.url, "paint the kitchen", "paint-1")
     page.goto(f"{live.url}/")
     expect(page.locator(".row")).to_have_count(1)
     row = page.locator('.row[data-thread-id="paint-1"]')
@@ -167,7 +159,7 @@ def test_only_the_childs_role_may_decide_in_the_inbox(browser: Browser, tmp_path
     server = LiveServer(make_lead(SqliteCheckpointer(tmp_path / "roles.db"), fx), tokens=TOKENS)
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     try:
-        start(server.url, "clean up", "roles-1", BOB)  # bob's thread; the dba's call needs dba
+        start_thread(server.url, "clean up", "roles-1", BOB)  # bob's thread; the dba's call needs dba
         page = context.new_page()
         page.goto(f"{server.url}/")
         page.locator("#token").fill(BOB)
@@ -216,7 +208,7 @@ def test_a_childs_tool_sharing_the_parents_tool_name_is_shown_as_its_own(
     lead = make_same_name_team(SqliteCheckpointer(tmp_path / "same-name.db"), ran)
     server = LiveServer(lead)
     try:
-        start(server.url, "go", "same-1")
+        start_thread(server.url, "go", "same-1")
         page.goto(f"{server.url}/#/t/same-1")
         cards = card(page, "purge")
         expect(cards).to_have_count(2)
