@@ -413,7 +413,6 @@ def _check_edit(
     return name, dict(args)
 
 
-
 # -- what a response sent without an interrupt id may decide ----------------------------------
 
 

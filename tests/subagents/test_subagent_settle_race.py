@@ -8,16 +8,19 @@ exactly once (its reviewer may read the parent); the child's tool runs once."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from conftest import StoreFactory
 from interlock import Checkpointer, InterruptConflict
+from interlock.leases import HOST
 from interlock.storage.base import CallState, Commit
-from procs.subagent_team import Effects, build_team
+from procs.subagent_team import Effects, build_chain, build_team
 
 Hook = Callable[[Commit], Awaitable[None]]
 
@@ -146,3 +149,44 @@ def test_a_child_that_ends_while_another_run_holds_the_parent_is_read_into_it(
     assert parent.status == "interrupted"  # nobody holds it: the dba's request waits
     assert [i.value.action_requests[0].name for i in parent.interrupts] == ["drop_table"]
     assert orch.verify_audit().ok
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+def test_a_parent_whose_sub_agent_waits_for_a_busy_one_of_its_own_is_left_at_once(
+        stores: StoreFactory) -> None:
+    """boss -> manager -> painter: the painter is advanced by another live process, so the
+    manager is left ``running`` without a lease (it waits for it). Recovering the boss reads
+    the manager as busy and leaves the boss to whatever moves the painter on: a few commits,
+    not a loop that takes the boss again and again while the painter runs."""
+    store = Hooked(stores())
+    boss, manager, _ = build_chain(store, Effects())
+    assert boss.invoke("paint", thread_id="b1").interrupted
+    [middle] = [e.child_thread for e in boss.journal("b1")]
+    assert middle is not None
+    [bottom] = [e.child_thread for e in manager.journal(middle)]
+    assert bottom is not None
+    _set(store, bottom, f"{HOST}|{os.getppid()}|other")  # another live process advances it
+    _set(store, middle, None)  # left running, without a lease, for the painter's outcome
+    commits: list[str] = []
+
+    async def count(change: Commit) -> None:
+        commits.append(change.thread.thread_id)
+        assert len(commits) <= 20, commits
+
+    store.before = count
+    result = boss.recover("b1")
+    assert len(commits) <= 6, commits
+    assert result.interrupted  # the painter's question still waits, shown on the boss
+    journal = {e.tool_call_id: e.state for e in boss.journal("b1")}
+    assert journal == {"ask_manager": CallState.WAITING}
+
+
+def _set(store: Checkpointer, thread_id: str, owner: str | None) -> None:
+    """Store ``thread_id`` as ``running`` under ``owner``'s lease (None: without a lease)."""
+    snap = asyncio.run(store.load(thread_id))
+    assert snap is not None
+    t = snap.thread
+    until = datetime.now(UTC) + timedelta(minutes=5) if owner else None
+    asyncio.run(store.commit(Commit(thread=t.model_copy(update={
+        "status": "running", "version": t.version + 1, "lease_owner": owner,
+        "lease_until": until})), expected_version=t.version))

@@ -374,11 +374,14 @@ async def _stop_here(txn: ThreadTxn, deps: RunDeps) -> RunResult:
     """:func:`finish_interrupted`; then, when it left the thread to a sub-agent another run
     advances, look at that sub-agent once more: a run that ended in between tried to settle
     this thread while this run held it and was turned away (``ThreadBusy``), so nobody else
-    would read its outcome until a sweep. Such a thread is taken again and settled."""
+    would read its outcome until a sweep. Such a thread is taken again and settled. Only a
+    run that ended counts: a sub-agent still ``running`` (advanced, or itself waiting for a
+    busy sub-agent of its own) is read by whoever moves it on, and taking this thread again
+    for it would only find it busy again, over and over."""
     result = await finish_interrupted(txn)
     busy = txn.children_busy
-    if not busy or all([await txn.busy_elsewhere(child) for child in busy]):
-        return result  # each of them still runs: its run settles this thread after it
+    if not busy or not any([await txn.run_ended(child) for child in busy]):
+        return result  # each of them still runs: what moves it on settles this thread
     txn.reset()
     txn.children_busy = frozenset()
     try:

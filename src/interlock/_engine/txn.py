@@ -213,6 +213,12 @@ class ThreadTxn:
             return None
         return ThreadBusy(thread_id, t.lease_owner, here=is_this_process(t.lease_owner))
 
+    async def run_ended(self, thread_id: str) -> bool:
+        """Whether no run advances the thread ``thread_id`` any more (e.g. a sub-agent's): it
+        is not ``running`` (it waits for someone, or is done). Reads the thread row only."""
+        snap = await self.store.load(thread_id, after_seq=ROW_ONLY)
+        return snap is not None and snap.thread.status != "running"
+
     # ------------------------------------------------------------------ staging and storing
 
     def stage(
