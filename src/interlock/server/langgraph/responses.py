@@ -17,6 +17,10 @@ nothing. Accepted shapes:
   (a client that built them from ``interrupts[0].value.action_requests``, which lists one call
   per interrupt here): the first pending calls, in order; the rest stay pending.
 * one decision: passed to the core unchanged.
+
+Decisions sent without an id are bound to the review request pending when the resume is read:
+if another reviewer's answer and the agent's next turn put a new request there before the core
+stores them, they are refused (409), never applied to the new one.
 * one ``HumanResponse``: the first pending call (or question).
 * anything else: the answer to the pending ``interrupt(...)`` question.
 
@@ -180,10 +184,15 @@ def _plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
     if (isinstance(resume, Mapping) and ("decisions" in resume or "type" in resume)) or \
             isinstance(resume, list):
         # the core pairs them with the pending calls in order (a decision naming its
-        # tool_call_id is checked there)
+        # tool_call_id is checked there), of the request pending as this read shows it: a
+        # request raised before the core stores them (another reviewer answered this one and
+        # the agent asked again) is not theirs to decide (409)
         count = len(items) if items is not None else 1
-        return Plan("decide", decisions=resume, positional=[
-            p.action.tool_call_id for p in reviews[:count] if p.action is not None])
+        requests = {p.interrupt.id for p in reviews}
+        return Plan("decide", decisions=resume,
+                    interrupt_id=requests.pop() if len(requests) == 1 else None,
+                    positional=[p.action.tool_call_id for p in reviews[:count]
+                                if p.action is not None])
     return Plan("answer", value=resume)
 
 
