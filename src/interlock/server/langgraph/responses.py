@@ -188,9 +188,9 @@ def _plan_resume(agent: Agent, state: ThreadState, resume: Any) -> Plan:
         # request raised before the core stores them (another reviewer answered this one and
         # the agent asked again) is not theirs to decide (409)
         count = len(items) if items is not None else 1
-        requests = {p.interrupt.id for p in reviews}
+        asked = {p.interrupt.id for p in reviews}
         return Plan("decide", decisions=resume,
-                    interrupt_id=requests.pop() if len(requests) == 1 else None,
+                    interrupt_id=asked.pop() if len(asked) == 1 else None,
                     positional=[p.action.tool_call_id for p in reviews[:count]
                                 if p.action is not None])
     return Plan("answer", value=resume)
