@@ -68,7 +68,6 @@ agent = Agent(
 )
 
 
-
 def call_text(action: ActionRequest) -> str:
     """``execute_sql(query="DELETE ...")``: the call as the reviewer should read it."""
     args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in action.args.items())
@@ -88,16 +87,22 @@ if first_run:
 
 # a second process: the paused run is read back from quickstart.db
 state = agent.get_thread(THREAD)
-action = state.interrupts[0].value.action_requests[0]
-print(f"Found the paused run {THREAD!r} (status: {state.status}): "
-      f"{call_text(action)}")
-answer = input("approve? [y/N] ") if sys.stdin.isatty() else "y"
-decision = {"type": "approve"} if answer.strip().lower().startswith("y") else {
-    "type": "reject", "message": "Not without a backup."}
-print(f"decision: {decision}")
-
-result = agent.resume(THREAD, [decision])
-print(f"tool result: {result.messages[2].content}")
+if state.interrupts:
+    action = state.interrupts[0].value.action_requests[0]
+    print(f"Found the paused run {THREAD!r} (status: {state.status}): "
+          f"{call_text(action)}")
+    answer = input("approve? [y/N] ") if sys.stdin.isatty() else "y"
+    decision = {"type": "approve"} if answer.strip().lower().startswith("y") else {
+        "type": "reject", "message": "Not without a backup."}
+    print(f"decision: {decision}")
+    result = agent.resume(THREAD, [decision])
+else:
+    # an earlier run of this script stopped after the decision was stored (Ctrl-C, a crash):
+    # the run goes on from where it stopped; the approved call is never run a second time
+    print(f"Found the run {THREAD!r} already decided (status: {state.status}); finishing it.")
+    result = agent.recover(THREAD)
+tool_results = [m.content for m in result.messages if m.role == "tool"]
+print(f"tool result: {tool_results[-1] if tool_results else '(none)'}")
 print(result.output)
 remaining = orders.execute("SELECT COUNT(*) FROM records").fetchone()[0]
 print(f"records left: {remaining}   audit rows: {len(agent.audit(THREAD))}   "

@@ -799,6 +799,31 @@ def test_quickstart_pauses_in_one_process_and_finishes_in_the_next(tmp_path: Pat
     assert not work.exists()  # cleaned up
 
 
+def test_quickstart_run_again_after_a_second_run_stopped_past_its_decision(
+        tmp_path: Path) -> None:
+    """The second run was stopped (Ctrl-C, a crash) after the approval was stored, before it
+    cleaned up: running the script again finishes the run (the call does not run again)
+    rather than failing on a request that is no longer pending."""
+    work = tmp_path / "qs"
+    env = {**_env(tmp_path), "INTERLOCK_QUICKSTART_DIR": str(work)}
+    script = str(ROOT / "examples" / "quickstart.py")
+    first = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL)
+    assert first.returncode == 0, first.stderr
+    source = (ROOT / "examples" / "quickstart.py").read_text()
+    stopped = subprocess.run(  # the second run, stopped before it counts and cleans up
+        [sys.executable, "-c", source.split("remaining = orders.execute")[0]],
+        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "tool result: 2 rows affected" in stopped.stdout
+    again = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stderr
+    assert "already decided (status: completed)" in again.stdout
+    assert "records left: 1" in again.stdout and "audit chain intact: True" in again.stdout
+    assert not work.exists()
+
+
 def test_quickstart_keeps_its_files_in_the_users_home(tmp_path: Path) -> None:
     """Not in a directory every user of the machine shares: one user's first run must not
     find (and finish, and delete) another user's paused run."""
