@@ -17,12 +17,12 @@ nothing. Accepted shapes:
   (a client that built them from ``interrupts[0].value.action_requests``, which lists one call
   per interrupt here): the first pending calls, in order; the rest stay pending.
 * one decision: passed to the core unchanged.
+* one ``HumanResponse``: the first pending call (or question).
+* anything else: the answer to the pending ``interrupt(...)`` question.
 
 Decisions sent without an id are bound to the review request pending when the resume is read:
 if another reviewer's answer and the agent's next turn put a new request there before the core
 stores them, they are refused (409), never applied to the new one.
-* one ``HumanResponse``: the first pending call (or question).
-* anything else: the answer to the pending ``interrupt(...)`` question.
 
 A response is either a LangChain/interlock decision (``approve``, ``edit`` with
 ``edited_action``, ``reject``, ``respond``) or an Agent Inbox ``HumanResponse``:
