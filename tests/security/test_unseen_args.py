@@ -311,8 +311,8 @@ def completes(agent: Agent, tid: str) -> None:
     """Wait until thread ``tid`` has completed (the inbox moves on to the next request once
     one is decided, so its page shows another thread by then)."""
     deadline = time.monotonic() + 15
-    while status(agent, tid) != "completed":
-        assert time.monotonic() < deadline, f"thread {tid} did not complete"
+    while (now := status(agent, tid)) != "completed":
+        assert time.monotonic() < deadline, f"thread {tid} did not complete: it is {now}"
         time.sleep(0.05)
 
 
@@ -516,5 +516,12 @@ def test_keys_act_on_the_call_being_worked_on(browser: Browser, served_agent: Ag
         page.keyboard.press("a")
         expect(long_card.locator(".confirm")).to_contain_text("It runs at once.")
         page.keyboard.press("Enter")
+        deadline = time.monotonic() + 15
+        while sent != ["two/decisions", "two/decisions"]:
+            # what the page shows if Enter sent nothing: where the focus is, the card's text
+            assert time.monotonic() < deadline, (sent, page.evaluate(
+                "document.activeElement && document.activeElement.outerHTML.slice(0, 200)"),
+                long_card.inner_text()[-400:])
+            page.wait_for_timeout(50)
         completes(agent, "two")
     assert executions() == [f"run_sql {SHORT}", f"run_sql {LONG}"]
