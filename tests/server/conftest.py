@@ -205,3 +205,26 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0)
 
 __all__ = ["ADMIN", "ALICE", "BOB", "CAROL", "TOKENS", "Checkpointer", "bearer", "eventually",
            "running", "sse"]
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A page of Debian's chromium that fails the test on a script error or a CSP violation
+    (``live.watched_page``); a module may define its own."""
+    from .live import watched_page
+
+    with watched_page(browser) as page:
+        yield page
+
+
+@pytest.fixture
+def local_inbox(tmp_path: Path) -> Iterator[Any]:
+    """The review server of ``server_agents`` on a fresh SQLite file, without tokens (local
+    mode), in this process."""
+    from interlock import SqliteCheckpointer
+
+    from .live import LiveServer
+
+    server = LiveServer(make_agent(SqliteCheckpointer(tmp_path / "inbox.db")))
+    yield server
+    server.stop()

@@ -6,34 +6,17 @@ edits another argument or that text itself."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from interlock import SqliteCheckpointer
-
-from .live import LiveServer, start_thread, watched_page
-from .server_agents import EXECUTED, make_agent
+from .live import LiveServer, start_thread
+from .server_agents import EXECUTED
 
 pytestmark = pytest.mark.browser
 
 CONTENT = "Dear Noah,\r\nyour order left.\r\n\r\nBest,\rOps"
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[LiveServer]:
-    s = LiveServer(make_agent(SqliteCheckpointer(tmp_path / "exact.db")))  # local mode
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    with watched_page(browser) as pg:
-        yield pg
 
 
 def ran(url: str, thread_id: str) -> None:
@@ -46,9 +29,9 @@ def ran(url: str, thread_id: str) -> None:
 
 
 def test_editing_another_argument_keeps_carriage_returns(page: Page,
-                                                         server: LiveServer) -> None:
-    start_thread(server.url, f"write notes.txt {CONTENT}", "crlf-other")
-    page.goto(f"{server.url}/#/t/crlf-other")
+                                                         local_inbox: LiveServer) -> None:
+    start_thread(local_inbox.url, f"write notes.txt {CONTENT}", "crlf-other")
+    page.goto(f"{local_inbox.url}/#/t/crlf-other")
     card = page.locator('.card[data-tool="write_file"]')
     card.get_by_role("button", name="Edit…").click()
     page.locator('.field[data-arg="path"] input').fill("letters/noah.txt")
@@ -56,13 +39,13 @@ def test_editing_another_argument_keeps_carriage_returns(page: Page,
     expect(diff).to_contain_text("Unchanged: content")  # the reviewer's view, before sending
     card.get_by_role("button", name="Run with these arguments").click()
     card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
-    ran(server.url, "crlf-other")
+    ran(local_inbox.url, "crlf-other")
     assert list(EXECUTED) == [("write_file", {"path": "letters/noah.txt", "content": CONTENT})]
 
 
-def test_text_with_carriage_returns_is_edited_exactly(page: Page, server: LiveServer) -> None:
-    start_thread(server.url, f"write notes.txt {CONTENT}", "crlf-same")
-    page.goto(f"{server.url}/#/t/crlf-same")
+def test_text_with_carriage_returns_is_edited_exactly(page: Page, local_inbox: LiveServer) -> None:
+    start_thread(local_inbox.url, f"write notes.txt {CONTENT}", "crlf-same")
+    page.goto(f"{local_inbox.url}/#/t/crlf-same")
     card = page.locator('.card[data-tool="write_file"]')
     card.get_by_role("button", name="Edit…").click()
     field = page.locator('.field[data-arg="content"]')
@@ -82,6 +65,6 @@ def test_text_with_carriage_returns_is_edited_exactly(page: Page, server: LiveSe
     card.get_by_role("button", name="Edit as form").click()
     card.get_by_role("button", name="Run with these arguments").click()
     card.locator(".confirm").get_by_role("button", name="Yes, run it").click()
-    ran(server.url, "crlf-same")
+    ran(local_inbox.url, "crlf-same")
     assert list(EXECUTED) == [("write_file", {
         "path": "notes.txt", "content": CONTENT.replace("Best", "Kind regards")})]

@@ -22,8 +22,8 @@ from langgraph_sdk.errors import (
     UnprocessableEntityError,
 )
 
-from .conftest import ALICE, BOB, CAROL, TOKENS, bearer
-from .live import ServeProcess
+from .conftest import ALICE, BOB, CAROL, bearer
+from .live import ServeProcess, langgraph_serve
 
 pytestmark = pytest.mark.slow
 
@@ -49,16 +49,8 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    tmp = tmp_path_factory.mktemp("langgraph")
-    tokens = tmp / "tokens.json"
-    tokens.write_text(json.dumps(TOKENS))
-    log = tmp / "exec.log"
-    proc = ServeProcess("serve", f"sqlite:///{tmp / 'lg.db'}", tokens, log,
-                        extra_args=["--langgraph-api", "--expiry-interval", "0"])
-    try:
+    with langgraph_serve(tmp_path_factory.mktemp("langgraph")) as (proc, log):
         yield Server(proc, log)
-    finally:
-        assert proc.stop() == 0
 
 
 def _ids(state: dict[str, Any]) -> list[str]:

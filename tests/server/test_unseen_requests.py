@@ -19,8 +19,8 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import ConflictError
 
-from .conftest import ADMIN, ALICE, BOB, TOKENS, bearer
-from .live import ServeProcess
+from .conftest import ADMIN, ALICE, BOB, bearer
+from .live import ServeProcess, langgraph_serve
 
 pytestmark = pytest.mark.slow
 
@@ -66,16 +66,8 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    tmp = tmp_path_factory.mktemp("unseen")
-    tokens = tmp / "tokens.json"
-    tokens.write_text(json.dumps(TOKENS))
-    log = tmp / "exec.log"
-    proc = ServeProcess("serve", f"sqlite:///{tmp / 'unseen.db'}", tokens, log,
-                        extra_args=["--langgraph-api", "--expiry-interval", "0"])
-    try:
+    with langgraph_serve(tmp_path_factory.mktemp("unseen")) as (proc, log):
         yield Server(proc, log)
-    finally:
-        assert proc.stop() == 0
 
 
 def _until(check: Callable[[], bool], what: str) -> None:
