@@ -228,3 +228,25 @@ def local_inbox(tmp_path: Path) -> Iterator[Any]:
     server = LiveServer(make_agent(SqliteCheckpointer(tmp_path / "inbox.db")))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def langgraph_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The review server of ``server_agents`` with the LangGraph API and tokens, on a fresh
+    SQLite file, in this process; one per test module."""
+    from interlock import SqliteCheckpointer
+
+    from .live import LiveServer
+
+    path = tmp_path_factory.mktemp("langgraph-local") / "threads.db"
+    server = LiveServer(make_agent(SqliteCheckpointer(path)), tokens=TOKENS, langgraph_api=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def langgraph_alice(langgraph_local: Any) -> Any:
+    """``langgraph-sdk``'s sync client on ``langgraph_local``'s ``/langgraph``, as alice."""
+    from langgraph_sdk import get_sync_client
+
+    return get_sync_client(url=f"{langgraph_local.url}/langgraph", api_key=ALICE)

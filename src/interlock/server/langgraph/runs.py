@@ -195,6 +195,16 @@ class StreamContext:
     stream): their text deltas arriving later are not sent again as chunks."""
     note: Callable[[ThreadState], Any] | None = None
     """Called with each state whose pending requests an event of this stream shows."""
+    sent_values: bytes | None = None
+    """The last ``values`` event sent: the same values are not sent twice in a row."""
+
+    def values(self, state: ThreadState) -> list[bytes]:
+        """A ``values`` event for ``state``, unless it is the one sent last."""
+        chunk = sse("values", values_json(state, self.fmt))
+        if chunk == self.sent_values:
+            return []
+        self.sent_values = chunk
+        return [chunk]
 
     def shows(self, state: ThreadState) -> None:
         if self.note is not None:
@@ -229,7 +239,8 @@ async def stream_run(ctx: StreamContext, sub: Subscription | None, state: Server
             yield ctx.event("on_chain_start", "LangGraph",
                             {"input": values_json(first, ctx.fmt)})
         if "values" in ctx.modes:
-            yield sse("values", values_json(first, ctx.fmt))
+            for chunk in ctx.values(first):
+                yield chunk
         if sub is not None:
             async for chunk in _follow(ctx, sub, keepalive):
                 yield chunk
@@ -386,7 +397,7 @@ def _snapshot(ctx: StreamContext, state: ThreadState, *, last: bool) -> list[byt
         if last and entries:
             out.append(sse("updates", {"__interrupt__": [p.to_json() for p in entries]}))
     if "values" in ctx.modes and (new or last):
-        out.append(sse("values", values_json(state, ctx.fmt)))
+        out += ctx.values(state)
     if last and "events" in ctx.modes:
         out.append(ctx.event("on_chain_end", "LangGraph",
                              {"output": values_json(state, ctx.fmt)}))
