@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +42,16 @@ from .runs import (
     StreamContext,
     stream_run,
     subscribe,
+)
+from .select import (
+    ASSISTANT_FIELDS,
+    RUN_FIELDS,
+    STATE_FIELDS,
+    THREAD_FIELDS,
+    check_extract,
+    check_select,
+    extracted,
+    selected,
 )
 from .shapes import (
     STATUSES_FOR,
@@ -180,6 +190,9 @@ async def lg_caller(request: Request, state: State) -> Identity:
 
 
 Caller = Annotated[Identity, Depends(lg_caller)]
+Select = Annotated[list[str] | None, Query()]
+"""``?select=a&select=b``: only these fields of what is returned (``select.py``)."""
+RunFilter = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
 
 
 # -- bodies ----------------------------------------------------------------------------------
@@ -206,6 +219,10 @@ class ThreadSearch(_Body):
     offset: int = Field(default=0, ge=0, le=10_000)
     sort_by: str | None = None
     sort_order: str | None = None
+    select: list[str] | None = None
+    """Only these fields of each thread (``select.THREAD_FIELDS``)."""
+    extract: dict[str, Any] | None = None
+    """Values read from each thread by path, returned as its ``extracted`` object."""
 
 
 class AssistantSearch(_Body):
@@ -214,6 +231,7 @@ class AssistantSearch(_Body):
     name: str | None = None
     limit: int = Field(default=10, ge=1, le=1000)
     offset: int = Field(default=0, ge=0)
+    select: list[str] | None = None
 
 
 class RunCreate(_Body):
@@ -242,10 +260,13 @@ class StateUpdate(_Body):
 
 class StateAt(_Body):
     checkpoint: dict[str, Any]
+    select: list[str] | None = None
 
 
 class History(_Body):
     limit: int = Field(default=10, ge=1)
+    select: list[str] | None = None
+    """Only these fields of each state (``values.<key>`` for one key of its values)."""
     before: Any = None
     """States before this checkpoint: interlock keeps a thread's current state only, so none
     (a client paging back through the history stops after the first page)."""
@@ -508,12 +529,13 @@ def build_router(fmt: Format) -> APIRouter:
 
     @router.post("/assistants/search", tags=["assistants"])
     async def search_assistants(api: API, _: Caller, body: AssistantSearch) -> JSONResponse:
+        fields = check_select(body.select, ASSISTANT_FIELDS, "assistant")
         a = api.assistant
         found = a.to_json(api.state.agent)
         keep = (body.graph_id in (None, a.graph_id)
                 and (body.name is None or body.name.lower() in a.graph_id.lower())
                 and all(found["metadata"].get(k) == v for k, v in (body.metadata or {}).items()))
-        items = [found] if keep else []
+        items = [selected(found, fields)] if keep else []
         return JSONResponse(items[body.offset: body.offset + body.limit])
 
     @router.get("/assistants/{assistant_id}", tags=["assistants"])
@@ -564,9 +586,11 @@ def build_router(fmt: Format) -> APIRouter:
         raise ThreadNotFound(thread_id)
 
     async def _state(api: LangGraphAPI, caller: Identity, thread_id: str,
-                     checkpoint_id: str | None = None) -> dict[str, Any]:
+                     checkpoint_id: str | None = None,
+                     select: list[str] | None = None) -> dict[str, Any]:
         """The thread's state; with ``checkpoint_id``, only if that is its latest checkpoint
-        (interlock keeps a thread's current state only)."""
+        (interlock keeps a thread's current state only); with ``select``, only those fields."""
+        fields = check_select(select, STATE_FIELDS, "thread state", values_keys=True)
         current = await api.load(thread_id, caller)
         if current is not None:
             out = state_json(current, fmt)
@@ -583,16 +607,17 @@ def build_router(fmt: Format) -> APIRouter:
                            f"Thread {thread_id!r} has no state at checkpoint {checkpoint_id!r}: "
                            f"interlock keeps each thread's current state only (its latest "
                            f"checkpoint is {head!r}); read the state without a checkpoint.")
-        return out
+        return selected(out, fields)
 
     @router.get("/threads/{thread_id}/state", tags=["threads"])
-    async def get_thread_state(api: API, caller: Caller, thread_id: str) -> dict[str, Any]:
-        return await _state(api, caller, thread_id)
+    async def get_thread_state(api: API, caller: Caller, thread_id: str,
+                               select: Select = None) -> dict[str, Any]:
+        return await _state(api, caller, thread_id, select=select)
 
     @router.get("/threads/{thread_id}/state/{checkpoint_id}", tags=["threads"])
     async def get_thread_state_at(api: API, caller: Caller, thread_id: str,
-                                  checkpoint_id: str) -> dict[str, Any]:
-        return await _state(api, caller, thread_id, checkpoint_id)
+                                  checkpoint_id: str, select: Select = None) -> dict[str, Any]:
+        return await _state(api, caller, thread_id, checkpoint_id, select)
 
     @router.post("/threads/{thread_id}/state/checkpoint", tags=["threads"])
     async def get_thread_state_at_checkpoint(api: API, caller: Caller, thread_id: str,
@@ -600,11 +625,13 @@ def build_router(fmt: Format) -> APIRouter:
         given = body.checkpoint.get("checkpoint_id")
         if not isinstance(given, str) or not given:
             raise _unsupported("InvalidCheckpoint", "checkpoint must carry a checkpoint_id.")
-        return await _state(api, caller, thread_id, given)
+        return await _state(api, caller, thread_id, given, body.select)
 
     @router.post("/threads/{thread_id}/history", tags=["threads"])
     async def thread_history(api: API, caller: Caller, thread_id: str,
                              body: History | None = None) -> JSONResponse:
+        fields = check_select(body.select if body is not None else None, STATE_FIELDS,
+                              "thread state", values_keys=True)
         current = await api.load(thread_id, caller)
         if current is None and api.new_thread(thread_id, caller) is None:
             raise ThreadNotFound(thread_id)
@@ -614,7 +641,7 @@ def build_router(fmt: Format) -> APIRouter:
         if body is not None and not _in_history(out, body):
             return JSONResponse([])
         api.note(caller, current)
-        return JSONResponse([out])
+        return JSONResponse([selected(out, fields)])
 
     @router.post("/threads/{thread_id}/state", tags=["threads"])
     async def update_thread_state(api: API, caller: Caller, thread_id: str,
@@ -713,9 +740,17 @@ def build_router(fmt: Format) -> APIRouter:
         return await _stream(request, api, caller, str(uuid.uuid4()), body, False)
 
     @router.get("/threads/{thread_id}/runs", tags=["runs"])
-    async def list_runs(api: API, caller: Caller, thread_id: str) -> JSONResponse:
+    async def list_runs(api: API, caller: Caller, thread_id: str,
+                        limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+                        offset: Annotated[int, Query(ge=0)] = 0,
+                        status: RunFilter | None = None,
+                        select: Select = None) -> JSONResponse:
+        """The runs this process started on the thread, newest first."""
+        fields = check_select(select, RUN_FIELDS, "run")
         await api.check_readable(thread_id, caller)
-        return JSONResponse([r.to_json() for r in api.runs.of_thread(thread_id)])
+        runs = [r for r in api.runs.of_thread(thread_id) if status in (None, r.status)]
+        return JSONResponse([selected(r.to_json(), fields)
+                             for r in runs[offset:offset + limit]])
 
     def _run(api: LangGraphAPI, thread_id: str, run_id: str) -> RunRecord:
         rec = api.runs.get(thread_id, run_id)
@@ -815,7 +850,10 @@ def _refusal(what: str, instead: str) -> Callable[..., Awaitable[None]]:
 
 async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
                   fmt: Format) -> list[dict[str, Any]]:
-    """Threads the caller may read (the same rule as ``/api``), filtered as asked."""
+    """Threads the caller may read (the same rule as ``/api``), filtered as asked, with only
+    the fields selected and the values extracted."""
+    fields = check_select(body.select, THREAD_FIELDS, "thread")
+    paths = check_extract(body.extract)
     if body.values:
         raise _unsupported("UnsupportedFilter",
                            "Searching threads by 'values' is not supported; filter by status, "
@@ -858,7 +896,8 @@ async def _search(api: LangGraphAPI, caller: Identity, body: ThreadSearch,
                   if (ids is None or tid in ids) and metadata_matches(
                       {**new.metadata, **meta}, body.metadata)]
     found.sort(key=lambda item: item[0], reverse=True)
-    return [thread for _, thread in found[body.offset:end]]
+    return [selected(thread, fields) | ({"extracted": extracted(thread, paths)} if paths else {})
+            for _, thread in found[body.offset:end]]
 
 
 async def _listed(api: LangGraphAPI, caller: Identity, status: str | None, end: int,
