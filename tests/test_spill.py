@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from interlock import Agent, HumanInTheLoop, ScriptedModel, SqliteCheckpointer, tool
+from interlock import Agent, Checkpointer, HumanInTheLoop, ScriptedModel, SqliteCheckpointer, tool
 from store_faults import RunningWriteFails
 
 TESTS = Path(__file__).parent
@@ -41,9 +41,9 @@ def make_agent(db: str, ran_file: str) -> Agent:
     return charging(charge, db)
 
 
-def charging(charge: Any, db: str | Path) -> Agent:
+def charging(charge: Any, db: str | Path | Checkpointer) -> Agent:
     """An agent whose model asks for ``charge(amount=7)`` (call ``c1``) and answers with the
-    result, the call under review."""
+    result, the call under review; on the SQLite file ``db``, or on the store ``db``."""
     def reply(messages: Any) -> Any:
         if messages[-1].role == "tool":
             return f"done: {messages[-1].content}"
@@ -51,7 +51,8 @@ def charging(charge: Any, db: str | Path) -> Agent:
 
     return Agent(model=ScriptedModel(reply), tools=[charge],
                  middleware=[HumanInTheLoop({"charge": True})],
-                 checkpointer=SqliteCheckpointer(db, busy_timeout=0.2))
+                 checkpointer=db if not isinstance(db, str | Path)
+                 else SqliteCheckpointer(db, busy_timeout=0.2))
 
 
 CHILD = """

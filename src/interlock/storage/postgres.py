@@ -20,13 +20,16 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import select
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._offload import BLOCKING_CALLER
@@ -399,8 +402,8 @@ class PostgresCheckpointer:
     ``dsn``: a libpq connection string or URL (``postgresql://user:pw@host:5432/db``); every
     libpq parameter of it is used (``sslmode``, ``target_session_attrs``, several hosts, ...).
     A URL may also carry interlock's own ``schema``, ``prepare_threshold``, ``max_size``,
-    ``pool_timeout`` and ``migrate`` (used where the arguments below are left at their
-    defaults).
+    ``pool_timeout``, ``migrate`` and ``spill_dir`` (used where the arguments below are left
+    at their defaults).
     ``schema``: where the ``interlock_*`` tables live (default ``public``); created if missing
     (the role needs ``CREATE`` on the database for that, or create the schema beforehand).
     ``min_size`` / ``max_size``: connections kept open / at most (default 10; one per
@@ -413,6 +416,10 @@ class PostgresCheckpointer:
     ``migrate``: create and migrate the tables at first use (the default); with ``False`` a
     database behind this version is an error that asks for ``interlock migrate``.
     A server that takes no writes (a standby, a read-only database) is refused at first use.
+    ``spill_dir``: a local directory where a run keeps a tool's result it could not store
+    (the database went away while the tool ran), so that a process recovering the thread on
+    this machine after this one died stores that result instead of asking about an unknown
+    outcome (see :attr:`spill_dir`). Without it such a result is kept in memory only.
 
     Every thread change is one transaction guarded by the thread's version (compare-and-set),
     so any number of processes on any number of machines may share the database.
@@ -443,6 +450,7 @@ class PostgresCheckpointer:
         listen_dsn: str | None = None,
         migrate: bool = True,
         read_keys: ReadKeys | None = None,
+        spill_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         try:
             import psycopg  # noqa: F401
@@ -457,6 +465,12 @@ class PostgresCheckpointer:
             prepare_threshold = parts.prepare_threshold
         if parts.migrate is not None:
             migrate = parts.migrate
+        if spill_dir is None:
+            spill_dir = parts.spill_dir
+        if spill_dir is not None and not str(spill_dir).strip():
+            raise ConfigurationError(
+                "PostgresCheckpointer(spill_dir=''): give a local directory for results that "
+                "could not be stored (it is created when first needed), or leave it out.")
         if connect_timeout is None:  # the URL's connect_timeout, else 10 s
             connect_timeout = url_connect_timeout(parts.libpq) or 10.0
         if not schema or len(schema) > 63:
@@ -496,9 +510,22 @@ class PostgresCheckpointer:
             "changes": channel_name(schema, "changes"), "queue": channel_name(schema, "queue")}
         self._events_channel = channel_name(schema, "events")
         self._listener: _Listener | None = None
+        self._spill_base = (Path(spill_dir).expanduser().absolute()
+                            if spill_dir is not None else None)
+        self._spill_dir: Path | None = None
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer({self._where!r}, schema={self.schema!r})"
+
+    @property
+    def spill_dir(self) -> Path | None:
+        """Where a run keeps a tool's result that could not be stored yet (the database went
+        away while the tool ran), so that whoever recovers the thread stores it instead of
+        asking about an unknown outcome: a folder under the ``spill_dir`` given, named by this
+        database's store id (a random id kept in ``interlock_meta``), so that results kept
+        for one database are never taken for another's, whatever URL reaches it. ``None``
+        without ``spill_dir``, and until the store's first connection read the id."""
+        return self._spill_dir
 
     def _said(self, exc: BaseException) -> str:
         """A server's or libpq's message, without any piece of the DSN's password (a URL
@@ -596,6 +623,8 @@ class PostgresCheckpointer:
                         f"{STANDBY_HINT}."
                     )
                 self._migrate(conn)
+                if self._spill_base is not None:
+                    self._spill_dir = self._spill_base / self._store_id(conn)
         except psycopg.Error as exc:
             why = cause(exc) or (
                 "the role needs CREATE on the database to create a missing schema (or create "
@@ -818,6 +847,30 @@ class PostgresCheckpointer:
                 if version == READERS_MIGRATION:
                     _backfill_readers(conn, q, self.read_keys, self)
                 conn.execute(q.set_version, [str(version)])
+
+    def _store_id(self, conn: Connection[Any]) -> str:
+        """This database's store id (``interlock_meta``), made at its first use with a spill
+        directory: a random id, so that two databases never share a spill folder."""
+        import psycopg
+
+        q = self._sql
+        try:
+            conn.execute(q.add_store_id, [uuid.uuid4().hex])
+            row = conn.execute(q.get_store_id).fetchone()
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"spill_dir needs this database's store id in {self.schema}.interlock_meta "
+                f"at {self._where}, which could not be read or made: {self._said(exc)}. Grant "
+                f"the role INSERT and SELECT on that table, or leave spill_dir out."
+            ) from exc
+        assert row is not None  # inserted above if it was missing
+        store_id = str(row[0])
+        if not store_id.isalnum():
+            raise StorageError(
+                f"The store id in {self.schema}.interlock_meta at {self._where} is "
+                f"{store_id[:40]!r}, not letters and digits: it names the spill folder. "
+                f"Delete that row (a new id is made at the next start) or fix it.")
+        return store_id
 
     def _stored_version(self, conn: Connection[Any]) -> int:
         """The recorded schema version (0 if none); raises if it is newer than this code."""
@@ -1484,6 +1537,9 @@ class _Statements:
         self.set_version = f("INSERT INTO {s}.interlock_meta (key, value) "
                              "VALUES ('schema_version', %s) "
                              "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value")
+        self.add_store_id = f("INSERT INTO {s}.interlock_meta (key, value) "
+                              "VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING")
+        self.get_store_id = f("SELECT value FROM {s}.interlock_meta WHERE key = 'store_id'")
         # part 0: the thread row; 1: its messages; 2: the journal rows of its open turn
         self.load = f(
             "SELECT 0, 0, data FROM {s}.interlock_threads WHERE thread_id = %(id)s "

@@ -14,7 +14,7 @@ from ..errors import ConfigurationError
 if TYPE_CHECKING:
     from psycopg import Connection
 
-OWN_PARAMS = ("schema", "prepare_threshold", "max_size", "pool_timeout", "migrate")
+OWN_PARAMS = ("schema", "prepare_threshold", "max_size", "pool_timeout", "migrate", "spill_dir")
 """Query parameters of a ``postgresql://`` URL that are interlock's, not libpq's: they are
 taken out of the URL before it reaches libpq (which would refuse them)."""
 
@@ -30,6 +30,7 @@ class DsnParts:
     max_size: int | None = None
     pool_timeout: float | None = None
     migrate: bool | None = None
+    spill_dir: str | None = None
 
 
 def split_dsn(dsn: str) -> DsnParts:
@@ -66,6 +67,7 @@ def split_dsn(dsn: str) -> DsnParts:
         libpq=libpq, schema=schema, prepare_threshold=threshold, prepare_given=given,
         max_size=_number(own, "max_size", int), pool_timeout=_number(own, "pool_timeout", float),
         migrate=None if not migrate else migrate in ("true", "on", "yes", "1"),
+        spill_dir=own.get("spill_dir"),
     )
 
 
