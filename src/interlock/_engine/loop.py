@@ -379,8 +379,10 @@ async def _stop_here(txn: ThreadTxn, deps: RunDeps) -> RunResult:
     busy sub-agent of its own) is read by whoever moves it on, and taking this thread again
     for it would only find it busy again, over and over."""
     result = await finish_interrupted(txn)
-    busy = txn.children_busy
-    if not busy or not any([await txn.run_ended(child) for child in busy]):
+    for child in txn.children_busy:
+        if await txn.run_ended(child):
+            break
+    else:
         return result  # each of them still runs: what moves it on settles this thread
     txn.reset()
     txn.children_busy = frozenset()

@@ -850,13 +850,16 @@ class PostgresCheckpointer:
 
     def _store_id(self, conn: Connection[Any]) -> str:
         """This database's store id (``interlock_meta``), made at its first use with a spill
-        directory: a random id, so that two databases never share a spill folder."""
+        directory: a random id, so that two databases never share a spill folder. Read, and
+        written only when missing (a start does not write)."""
         import psycopg
 
         q = self._sql
         try:
-            conn.execute(q.add_store_id, [uuid.uuid4().hex])
             row = conn.execute(q.get_store_id).fetchone()
+            if row is None:  # the first start with a spill directory; two at once make one
+                conn.execute(q.add_store_id, [uuid.uuid4().hex])
+                row = conn.execute(q.get_store_id).fetchone()
         except psycopg.Error as exc:
             raise StorageError(
                 f"spill_dir needs this database's store id in {self.schema}.interlock_meta "

@@ -53,7 +53,7 @@ def check_select(select: Sequence[str] | None, allowed: Sequence[str], what: str
     if len(select) > MAX_SELECT:
         raise _refuse("InvalidSelect", f"select names {len(select)} fields; a {what} has "
                                        f"{len(allowed)} (at most {MAX_SELECT} are accepted).")
-    unknown = [f for f in select if not isinstance(f, str) or not (
+    unknown = [f for f in select if not (
         f in allowed or (values_keys and f.startswith(VALUES_PREFIX)
                          and len(f) > len(VALUES_PREFIX)))]
     if unknown:
@@ -64,13 +64,14 @@ def check_select(select: Sequence[str] | None, allowed: Sequence[str], what: str
     return tuple(dict.fromkeys(select))
 
 
-def selected(obj: Mapping[str, Any], fields: tuple[str, ...] | None) -> dict[str, Any]:
-    """``obj`` with only ``fields`` (those it has), in its own order; all of it for ``None``.
+def selected(obj: dict[str, Any], fields: tuple[str, ...] | None) -> dict[str, Any]:
+    """``obj`` with only ``fields`` (those it has), in its own order; ``obj`` itself for
+    ``None``.
 
     ``values.<key>`` fields keep those keys of ``obj["values"]``; with ``values`` itself also
     named, all of the values are kept."""
     if fields is None:
-        return dict(obj)
+        return obj
     wanted = set(fields)
     out = {k: v for k, v in obj.items() if k in wanted}
     keys = [f[len(VALUES_PREFIX):] for f in fields if f.startswith(VALUES_PREFIX)]
